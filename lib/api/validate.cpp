@@ -1,0 +1,46 @@
+#include "validate.hpp"
+
+#include <string>
+
+#include "../core/runtime.hpp"
+
+namespace bagua {
+namespace {
+
+bool overlaps(const void *a, const void *b, size_t bytes) {
+  const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return bytes > 0 && x < y + bytes && y < x + bytes;
+}
+
+}  // namespace
+
+Status validate_reduction(const char *fn, const void *sendbuf, void *recvbuf, int count,
+                          MPI_Datatype datatype, MPI_Op op, ReductionCall *out) {
+  BAGUA_TRY(runtime_ensure());
+  if (count < 0) return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: count %d is negative", fn, count);
+  DType dtype;
+  ReduceOp rop;
+  const Status dts = dtype_from_mpi(datatype, &dtype);
+  if (dts != BAGUA_SUCCESS)
+    return fail(dts, "%s: %s", fn, std::string(last_error_message()).c_str());
+  const Status ops = op_from_mpi(op, &rop);
+  if (ops != BAGUA_SUCCESS)
+    return fail(ops, "%s: %s", fn, std::string(last_error_message()).c_str());
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype);
+  if (count > 0 && recvbuf == nullptr)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: recvbuf is NULL with count %d", fn, count);
+  if (count > 0 && !in_place && sendbuf == nullptr)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: sendbuf is NULL with count %d", fn, count);
+  if (!in_place && overlaps(sendbuf, recvbuf, bytes))
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "%s: sendbuf and recvbuf overlap; pass MPI_IN_PLACE for in-place", fn);
+  if (reinterpret_cast<uintptr_t>(recvbuf) % dtype_size(dtype) != 0 ||
+      (!in_place && reinterpret_cast<uintptr_t>(sendbuf) % dtype_size(dtype) != 0))
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: buffers must be aligned to %zu bytes (%s)", fn,
+                dtype_size(dtype), dtype_name(dtype));
+  *out = {in_place ? recvbuf : sendbuf, recvbuf, static_cast<size_t>(count), dtype, rop};
+  return BAGUA_SUCCESS;
+}
+
+}  // namespace bagua

@@ -1,0 +1,26 @@
+// Argument checks shared by the C entry points: each failure names the
+// argument and the rule it broke.
+#pragma once
+
+#include <mpi.h>
+
+#include "../base/dtype.hpp"
+#include "../base/status.hpp"
+
+namespace bagua {
+
+// A reduction call's arguments, resolved: src is sendbuf or, for MPI_IN_PLACE,
+// recvbuf.
+struct ReductionCall {
+  const void *src;
+  void *dst;
+  size_t count;
+  DType dtype;
+  ReduceOp op;
+};
+
+// Checks buffers (NULL, aliasing, in-place), count, datatype and op.
+Status validate_reduction(const char *fn, const void *sendbuf, void *recvbuf, int count,
+                          MPI_Datatype datatype, MPI_Op op, ReductionCall *out);
+
+}  // namespace bagua

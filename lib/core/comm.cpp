@@ -1,0 +1,88 @@
+#include "comm.hpp"
+
+#include "../transport/mpi_transport.hpp"
+#include "../transport/ucx_transport.hpp"
+#include "runtime.hpp"
+
+namespace bagua {
+namespace {
+
+Status create_transport(TransportKind kind, MPI_Comm dup, std::unique_ptr<Transport> *out) {
+  return kind == TransportKind::ucx ? ucx_transport_create(dup, out)
+                                    : mpi_transport_create(dup, out);
+}
+
+
+}  // namespace
+
+Status check_mpi_initialized() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized)
+    return fail(BAGUA_ERR_NOT_INITIALIZED, "call bagua functions between MPI_Init and MPI_Finalize");
+  return BAGUA_SUCCESS;
+}
+
+Communicator::Communicator(MPI_Comm dup, Options options, std::unique_ptr<Transport> transport)
+    : dup_(dup), options_(options), transport_(std::move(transport)) {}
+
+Communicator::~Communicator() {
+  transport_.reset();
+  MPI_Comm_free(&dup_);
+}
+
+Status Communicator::get(MPI_Comm user_comm, Communicator **out) {
+  BAGUA_TRY(runtime_ensure());
+  if (user_comm == MPI_COMM_NULL)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "comm is MPI_COMM_NULL");
+  int is_inter = 0;
+  if (MPI_Comm_test_inter(user_comm, &is_inter) != MPI_SUCCESS || is_inter)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "comm is not a valid intra-communicator");
+  void *value = nullptr;
+  int found = 0;
+  MPI_Comm_get_attr(user_comm, runtime_comm_keyval(), &value, &found);
+  if (found) {
+    *out = static_cast<Communicator *>(value);
+    return BAGUA_SUCCESS;
+  }
+  Options options;
+  BAGUA_TRY(options_load(&options));
+  MPI_Comm dup;
+  if (MPI_Comm_dup(user_comm, &dup) != MPI_SUCCESS)
+    return fail(BAGUA_ERR_TRANSPORT, "MPI_Comm_dup failed");
+  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+  std::unique_ptr<Transport> transport;
+  const Status s = create_transport(options.transport, dup, &transport);
+  if (s != BAGUA_SUCCESS) {
+    MPI_Comm_free(&dup);
+    return s;
+  }
+  auto *c = new Communicator(dup, options, std::move(transport));
+  registry_add(c);
+  MPI_Comm_set_attr(user_comm, runtime_comm_keyval(), c);
+  *out = c;
+  return BAGUA_SUCCESS;
+}
+
+Status Communicator::check_usable() const {
+  if (broken_ != BAGUA_SUCCESS)
+    return fail(BAGUA_ERR_COMM_BROKEN, "an earlier call failed with '%s'; free this communicator",
+                bagua_error_string(broken_));
+  return BAGUA_SUCCESS;
+}
+
+AlgoContext Communicator::next_call(Channel channel) {
+  uint32_t &seq = sequence_[static_cast<size_t>(channel)];
+  return AlgoContext{*transport_, TagSpace::make(channel, seq++),
+                     Deadline::after_ms(options_.timeout_ms), scratch_, options_.segment_bytes};
+}
+
+Status Communicator::finish_call(Status s) {
+  if (s == BAGUA_ERR_TIMEOUT || s == BAGUA_ERR_TRANSPORT || s == BAGUA_ERR_MISMATCH ||
+      s == BAGUA_ERR_CORRUPT_DATA)
+    broken_ = s;
+  return s;
+}
+
+}  // namespace bagua

@@ -1,0 +1,59 @@
+// Per-communicator state: a duplicate of the user's communicator (so our
+// messages never match the user's), the transport over it, call sequence
+// numbers for tags, scratch memory and options. Created on first use, cached
+// on the user's communicator as an MPI attribute.
+#pragma once
+
+#include <mpi.h>
+
+#include <array>
+#include <memory>
+#include <vector>
+
+#include "../algo/allreduce.hpp"
+#include "../transport/transport.hpp"
+#include "options.hpp"
+
+namespace bagua {
+
+class Communicator {
+ public:
+  // The state of `user_comm`, created (collectively) on first use.
+  static Status get(MPI_Comm user_comm, Communicator **out);
+
+  ~Communicator();
+  Communicator(const Communicator &) = delete;
+  Communicator &operator=(const Communicator &) = delete;
+
+  const Options &options() const { return options_; }
+  Transport &transport() { return *transport_; }
+  int rank() const { return transport_->rank(); }
+  int size() const { return transport_->size(); }
+  MPI_Comm dup_comm() const { return dup_; }
+
+  // Fails when an earlier call broke this communicator.
+  Status check_usable() const;
+
+  // A fresh context for the next call on `channel`; every rank calls in the
+  // same order so the tags agree.
+  AlgoContext next_call(Channel channel);
+
+  // Records the outcome of a call: timeouts and transport failures leave
+  // messages in flight, so later calls are refused.
+  Status finish_call(Status s);
+
+ private:
+  Communicator(MPI_Comm dup, Options options, std::unique_ptr<Transport> transport);
+
+  MPI_Comm dup_;
+  Options options_;
+  std::unique_ptr<Transport> transport_;
+  std::array<uint32_t, 16> sequence_{};
+  std::vector<unsigned char> scratch_;
+  Status broken_ = BAGUA_SUCCESS;
+};
+
+// MPI must be initialised and not finalised.
+Status check_mpi_initialized();
+
+}  // namespace bagua

@@ -1,0 +1,33 @@
+// Process-wide MPI handles of the library (float16/bfloat16 datatypes, the
+// averaging op, the attribute keyval) and the registry of live communicator
+// states; all released by a hook that runs at MPI_Finalize.
+#pragma once
+
+#include <mpi.h>
+
+#include "../base/dtype.hpp"
+#include "../base/status.hpp"
+
+namespace bagua {
+
+class Communicator;
+
+// Creates the handles on first call (needs MPI initialised). Thread-safe.
+Status runtime_ensure();
+
+MPI_Datatype runtime_float16();
+MPI_Datatype runtime_bfloat16();
+MPI_Op runtime_avg_op();
+int runtime_comm_keyval();
+
+// Maps a user's MPI handles to the library's enums.
+Status dtype_from_mpi(MPI_Datatype datatype, DType *out);
+Status op_from_mpi(MPI_Op op, ReduceOp *out);
+
+// Live communicator states, destroyed at MPI_Finalize if the user never
+// freed their communicators.
+void registry_add(Communicator *c);
+// Removes `c`; false if it was not registered (already destroyed).
+bool registry_remove(Communicator *c);
+
+}  // namespace bagua

@@ -1,0 +1,112 @@
+// The small interface every collective algorithm is written against:
+// nonblocking tagged send/receive of bytes to a peer rank, completion tests,
+// and deadline-bounded waits. Algorithms never learn which transport (MPI or
+// UCX) carries their bytes.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "../base/status.hpp"
+
+namespace bagua {
+
+// Message tags: 31 bits (fits MPI_TAG_UB of Open MPI). Algorithms compose
+// them with TagSpace below.
+using Tag = uint32_t;
+constexpr Tag kTagLimit = 1u << 31;
+
+// The point in time after which a wait gives up with BAGUA_ERR_TIMEOUT.
+class Deadline {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static Deadline after_ms(int64_t ms) {
+    return Deadline(Clock::now() + std::chrono::milliseconds(ms));
+  }
+  bool expired() const { return Clock::now() >= at_; }
+
+ private:
+  explicit Deadline(Clock::time_point at) : at_(at) {}
+  Clock::time_point at_;
+};
+
+// One outstanding send or receive. The handle bytes belong to the transport.
+struct Request {
+  alignas(8) unsigned char handle[16] = {};
+  size_t bytes = 0;
+  int peer = -1;
+  Tag tag = 0;
+  bool active = false;  // posted and not yet completed
+  bool is_recv = false;
+};
+
+class Transport {
+ public:
+  Transport(int rank, int size) : rank_(rank), size_(size) {}
+  virtual ~Transport() = default;
+  Transport(const Transport &) = delete;
+  Transport &operator=(const Transport &) = delete;
+
+  virtual const char *name() const = 0;
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+  // Starts sending `bytes` from `buf` to `peer`. `buf` must stay valid and
+  // unchanged until the request completes. Messages with the same (peer, tag)
+  // are delivered in the order they were sent.
+  virtual Status isend(const void *buf, size_t bytes, int peer, Tag tag, Request *req) = 0;
+
+  // Starts receiving exactly `bytes` into `buf` from `peer`; a message of a
+  // different size completes with BAGUA_ERR_MISMATCH.
+  virtual Status irecv(void *buf, size_t bytes, int peer, Tag tag, Request *req) = 0;
+
+  // Drives progress; sets *done when `req` has completed (req->active false).
+  virtual Status test(Request *req, bool *done) = 0;
+
+  // Gives up on an incomplete request after a failure: receives are cancelled
+  // where the transport allows it, and the request is never touched again.
+  virtual void abandon(Request *req) = 0;
+
+ private:
+  int rank_;
+  int size_;
+};
+
+// Waits for one request, failing with BAGUA_ERR_TIMEOUT at the deadline.
+Status wait(Transport &t, Request &req, const Deadline &deadline);
+
+// Waits for all active requests in `reqs`. On failure the remaining ones are
+// abandoned, so the caller may return at once.
+Status wait_all(Transport &t, std::span<Request> reqs, const Deadline &deadline);
+
+// Abandons every active request in `reqs` (used on error paths).
+void abandon_all(Transport &t, std::span<Request> reqs);
+
+// Tags of one collective call: [30:27] channel, [26:12] call sequence number,
+// [11:0] step within the call (wraps; messages with equal tags between the
+// same pair stay ordered, so a wrap never mis-matches).
+enum class Channel : uint32_t {
+  allreduce = 1,
+  allreduce_q8 = 2,
+  allreduce_cast = 3,
+  allreduce_sign = 4,
+  decentralized = 5,
+  partial_reduce = 6,
+  partial_control = 7,
+  async_average = 8,
+  hierarchical = 9,
+  bucket = 10,
+};
+
+struct TagSpace {
+  Tag base;
+  static TagSpace make(Channel channel, uint32_t sequence) {
+    return {(static_cast<Tag>(channel) << 27) | ((sequence & 0x7fffu) << 12)};
+  }
+  Tag at(uint32_t step) const { return base | (step & 0xfffu); }
+};
+
+}  // namespace bagua
