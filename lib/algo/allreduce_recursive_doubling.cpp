@@ -23,8 +23,8 @@ class RecursiveDoubling {
     const int vrank = r_ < 2 * rem_ ? r_ / 2 : r_ - rem_;
     // Exchange rounds among pow2 virtual ranks: partner differs in one bit.
     uint32_t step = 1;
-    for (int mask = 1; !folded_out && mask < pow2_; mask <<= 1, ++step)
-      BAGUA_TRY(exchange(real_rank(vrank ^ mask), step));
+    for (int mask = 1; mask < pow2_; mask <<= 1, ++step)
+      if (!folded_out) BAGUA_TRY(exchange(real_rank(vrank ^ mask), step));
     if (!folded_out && args_.op == ReduceOp::avg)
       scale_divide(args_.dst, args_.count, args_.dtype, n_);
     // Unfold: the odd ranks return the result to the ranks that sat out.

@@ -1,0 +1,207 @@
+// Wire formats of the compression codecs, defined once for CPU and CUDA code.
+// See doc/codecs.md for byte layouts and error bounds. Multi-byte fields are
+// little-endian (x86-64, aarch64 and NVIDIA GPUs all are). Everything the
+// encoders compute per block or per element lives here, so the CPU and CUDA
+// twins produce the same bytes by construction.
+#ifndef BAGUA_KERNELS_CODEC_FORMAT_H
+#define BAGUA_KERNELS_CODEC_FORMAT_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "half.h"
+
+namespace bagua::codec {
+
+// Block sizes (elements per block) are powers of two in this range.
+constexpr uint32_t kMinBlockElems = 64;
+constexpr uint32_t kMaxBlockElems = 1u << 20;
+
+// First byte of the tag field of every header: which codec wrote it.
+constexpr uint8_t kTagQ8 = 0x51;    // 'Q'
+constexpr uint8_t kTagSign = 0x53;  // 'S'
+constexpr uint8_t kTagCast = 0x43;  // 'C'
+
+// Header flag: the block held NaN or Inf; it decodes to NaN as a whole.
+constexpr uint8_t kFlagNonFinite = 0x01;
+constexpr uint8_t kKnownFlags = kFlagNonFinite;
+
+constexpr uint32_t kCanonicalNanBits = 0x7fc00000u;
+
+BAGUA_HD float canonical_nan() { return bits_float(kCanonicalNanBits); }
+
+BAGUA_HD bool is_finite(float f) { return (float_bits(f) & 0x7f800000u) != 0x7f800000u; }
+
+BAGUA_HD bool block_elems_valid(uint32_t b) {
+  return b >= kMinBlockElems && b <= kMaxBlockElems && (b & (b - 1)) == 0;
+}
+
+BAGUA_HD size_t round_up(size_t n, size_t align) { return (n + align - 1) / align * align; }
+
+// ---------------------------------------------------------------------------
+// q8 min-max: per block a 16-byte header, then one uint8 per element, the
+// payload padded with zeros to a multiple of 16 bytes. Block i starts at
+// i * (16 + block_elems); only the last block may be shorter.
+
+struct Q8BlockHeader {
+  float min;         // smallest element (-0 stored as +0); NaN if non-finite
+  float max;         // largest element; NaN if non-finite
+  uint8_t tag;       // kTagQ8
+  uint8_t flags;     // kFlagNonFinite or 0
+  uint16_t reserved; // 0
+  uint32_t elems;    // elements in this block
+};
+static_assert(sizeof(Q8BlockHeader) == 16, "q8 header is 16 bytes");
+
+BAGUA_HD size_t q8_block_bytes(uint32_t elems) {
+  return sizeof(Q8BlockHeader) + round_up(elems, 16);
+}
+
+// Ranges below this (or overflowing float) are quantized in double precision.
+constexpr float kQ8NarrowRange = 7.88860905e-31f;  // 2^-100
+
+// Per-block quantization constants derived from the header's min and max.
+struct Q8Params {
+  float min;
+  float scale;  // 255 / (max - min), 0 for a constant block
+  float step;   // (max - min) / 255
+  bool wide;    // range overflows float or is tiny: use the double formulas
+  double wide_scale;
+  double wide_step;
+};
+
+BAGUA_HD Q8Params q8_params(float mn, float mx) {
+  Q8Params p{};
+  p.min = mn;
+  const float range = mx - mn;
+  p.wide = range != 0.0f && !(range >= kQ8NarrowRange && is_finite(range));
+  if (p.wide) {
+    const double wide_range = double(mx) - double(mn);
+    p.wide_scale = 255.0 / wide_range;
+    p.wide_step = wide_range / 255.0;
+  } else if (range != 0.0f) {
+    p.scale = 255.0f / range;
+    p.step = range / 255.0f;
+  }
+  return p;
+}
+
+// q = round_half_even((x - min) * scale), saturated to [0, 255]. The fast
+// path is a subtraction then a product, so FMA contraction cannot change it.
+BAGUA_HD uint8_t q8_quantize(const Q8Params &p, float x) {
+  const float t = p.wide ? float(rint((double(x) - double(p.min)) * p.wide_scale))
+                         : rintf((x - p.min) * p.scale);
+  return uint8_t(t <= 0.0f ? 0.0f : t >= 255.0f ? 255.0f : t);
+}
+
+// x' = min + q * step with a single rounding (fma).
+BAGUA_HD float q8_dequantize(const Q8Params &p, uint8_t q) {
+  return p.wide ? float(fma(double(q), p.wide_step, double(p.min)))
+                : fmaf(float(q), p.step, p.min);
+}
+
+BAGUA_HD bool q8_header_valid(const Q8BlockHeader &h, uint32_t elems) {
+  if (h.tag != kTagQ8 || h.reserved != 0 || h.elems != elems || (h.flags & ~kKnownFlags)) {
+    return false;
+  }
+  if (h.flags & kFlagNonFinite) {
+    return float_bits(h.min) == kCanonicalNanBits && float_bits(h.max) == kCanonicalNanBits;
+  }
+  return is_finite(h.min) && is_finite(h.max) && h.min <= h.max;
+}
+
+BAGUA_HD Q8BlockHeader q8_make_header(float mn, float mx, bool non_finite, uint32_t elems) {
+  Q8BlockHeader h{};
+  h.min = non_finite ? canonical_nan() : mn + 0.0f;  // + 0 turns -0 into +0
+  h.max = non_finite ? canonical_nan() : mx + 0.0f;
+  h.tag = kTagQ8;
+  h.flags = non_finite ? kFlagNonFinite : 0;
+  h.elems = elems;
+  return h;
+}
+
+// ---------------------------------------------------------------------------
+// 1-bit sign: per block an 8-byte header with scale = mean |x|, then one bit
+// per element (bit i of byte k is element 8k + i; 1 = negative), the payload
+// padded with zero bits to a multiple of 8 bytes. x' = bit ? -scale : scale.
+
+struct SignBlockHeader {
+  float scale;       // mean |x| of the block, >= +0; NaN if non-finite
+  uint8_t tag;       // kTagSign
+  uint8_t flags;     // kFlagNonFinite or 0
+  uint16_t reserved; // 0
+};
+static_assert(sizeof(SignBlockHeader) == 8, "sign header is 8 bytes");
+
+BAGUA_HD size_t sign_block_bytes(uint32_t elems) {
+  return sizeof(SignBlockHeader) + round_up(elems, 64) / 8;
+}
+
+// mean |x| is summed in double over kSignLanes strided lanes (lane j adds
+// elements j, j + 32, ... in order), then the lanes are combined by halving
+// (lane j += lane j + 16, then + 8, + 4, + 2, + 1). Every implementation uses
+// this order, so the scale is bit-identical on CPU (scalar, AVX2) and GPU.
+constexpr uint32_t kSignLanes = 32;
+
+BAGUA_HD bool sign_bit(float x) { return (float_bits(x) >> 31) != 0; }
+
+BAGUA_HD float sign_value(float scale, bool negative) { return negative ? -scale : scale; }
+
+BAGUA_HD bool sign_header_valid(const SignBlockHeader &h) {
+  if (h.tag != kTagSign || h.reserved != 0 || (h.flags & ~kKnownFlags)) return false;
+  if (h.flags & kFlagNonFinite) return float_bits(h.scale) == kCanonicalNanBits;
+  return is_finite(h.scale) && !sign_bit(h.scale);
+}
+
+// Builds the header from the lane total; a non-finite total means NaN or Inf
+// was in the block (a double sum of at most 2^20 floats cannot overflow).
+BAGUA_HD SignBlockHeader sign_make_header(double abs_sum, uint32_t elems) {
+  SignBlockHeader h{};
+  const bool non_finite = !(fabs(abs_sum) <= 1.7976931348623157e308);
+  h.scale = non_finite ? canonical_nan() : float(abs_sum / double(elems));
+  h.tag = kTagSign;
+  h.flags = non_finite ? kFlagNonFinite : 0;
+  return h;
+}
+
+// ---------------------------------------------------------------------------
+// Cast: a 16-byte header, then one float16 or bfloat16 per element (of
+// x * prescale), padded with zeros to a multiple of 16 bytes.
+// Decode: x' = h * (1 / prescale); decode_accumulate: acc = fma(h, 1/prescale, acc).
+
+enum class CastFormat : uint8_t { fp16 = 1, bf16 = 2 };
+
+struct CastHeader {
+  uint8_t tag;       // kTagCast
+  uint8_t format;    // CastFormat
+  uint16_t reserved; // 0
+  float prescale;    // positive, normal, finite
+  uint64_t count;    // elements
+};
+static_assert(sizeof(CastHeader) == 16, "cast header is 16 bytes");
+
+constexpr float kFloatMinNormal = 1.17549435e-38f;
+
+BAGUA_HD bool cast_prescale_valid(float s) { return is_finite(s) && s >= kFloatMinNormal; }
+
+BAGUA_HD bool cast_format_valid(uint8_t f) {
+  return f == uint8_t(CastFormat::fp16) || f == uint8_t(CastFormat::bf16);
+}
+
+BAGUA_HD bool cast_header_valid(const CastHeader &h, uint64_t count) {
+  return h.tag == kTagCast && cast_format_valid(h.format) && h.reserved == 0 &&
+         cast_prescale_valid(h.prescale) && h.count == count;
+}
+
+BAGUA_HD uint16_t cast_to_wire(CastFormat f, float x) {
+  return f == CastFormat::fp16 ? float_to_fp16(x) : float_to_bf16(x);
+}
+
+BAGUA_HD float cast_from_wire(CastFormat f, uint16_t h) {
+  return f == CastFormat::fp16 ? fp16_to_float(h) : bf16_to_float(h);
+}
+
+}  // namespace bagua::codec
+
+#endif

@@ -1,0 +1,105 @@
+// Element access for the CPU kernels: element types as tags, scalar and
+// 8-wide AVX2 conversions to and from float32 (both round to nearest even, so
+// they agree bit for bit), and sinks that either store decoded values in the
+// caller's dtype or add them into a float32 accumulator.
+#ifndef BAGUA_KERNELS_CPU_ELEM_H
+#define BAGUA_KERNELS_CPU_ELEM_H
+
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec.h"
+#include "codec_format.h"
+#include "half.h"
+
+#define BAGUA_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+namespace bagua::codec::cpu {
+
+struct F32 {
+  using T = float;
+};
+struct F16 {
+  using T = uint16_t;
+};
+struct BF16 {
+  using T = uint16_t;
+};
+
+inline float load(F32, const float *p, size_t i) { return p[i]; }
+inline float load(F16, const uint16_t *p, size_t i) { return fp16_to_float(p[i]); }
+inline float load(BF16, const uint16_t *p, size_t i) { return bf16_to_float(p[i]); }
+inline void store(F32, float *p, size_t i, float v) { p[i] = v; }
+inline void store(F16, uint16_t *p, size_t i, float v) { p[i] = float_to_fp16(v); }
+inline void store(BF16, uint16_t *p, size_t i, float v) { p[i] = float_to_bf16(v); }
+
+BAGUA_AVX2 inline __m256 load8(F32, const float *p) { return _mm256_loadu_ps(p); }
+
+BAGUA_AVX2 inline __m256 load8(F16, const uint16_t *p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+}
+
+BAGUA_AVX2 inline __m256 load8(BF16, const uint16_t *p) {
+  const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+
+BAGUA_AVX2 inline void store8(F32, float *p, __m256 v) { _mm256_storeu_ps(p, v); }
+
+BAGUA_AVX2 inline void store8(F16, uint16_t *p, __m256 v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i *>(p),
+                   _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+// Same arithmetic as float_to_bf16 in half.h, eight lanes at a time.
+BAGUA_AVX2 inline void store8(BF16, uint16_t *p, __m256 v) {
+  const __m256i u = _mm256_castps_si256(v);
+  const __m256i high = _mm256_srli_epi32(u, 16);
+  const __m256i bias = _mm256_add_epi32(_mm256_and_si256(high, _mm256_set1_epi32(1)),
+                                        _mm256_set1_epi32(0x7fff));
+  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, bias), 16);
+  const __m256i quiet = _mm256_or_si256(high, _mm256_set1_epi32(0x40));
+  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  const __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0xd8);
+  _mm_storeu_si128(reinterpret_cast<__m128i *>(p), _mm256_castsi256_si128(packed));
+}
+
+// Decoded values go to the caller's buffer in its dtype.
+template <class E>
+struct StoreSink {
+  typename E::T *dst;
+  void put(size_t i, float v) const { store(E{}, dst, i, v); }
+  void fill_nan(size_t first, size_t n) const {
+    for (size_t i = first; i < first + n; ++i) put(i, canonical_nan());
+  }
+  BAGUA_AVX2 void put8(size_t i, __m256 v) const { store8(E{}, dst + i, v); }
+};
+
+// Decoded values are added into a float32 accumulator (non-finite blocks set NaN).
+struct AccumulateSink {
+  float *acc;
+  void put(size_t i, float v) const { acc[i] += v; }
+  void fill_nan(size_t first, size_t n) const {
+    for (size_t i = first; i < first + n; ++i) acc[i] = canonical_nan();
+  }
+  BAGUA_AVX2 void put8(size_t i, __m256 v) const {
+    _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i), v));
+  }
+};
+
+// Calls fn with the element tag of t; f64 and unknown types are rejected.
+template <class Fn>
+CodecStatus with_dtype(DType t, Fn &&fn) {
+  switch (t) {
+    case DType::f32: return fn(F32{});
+    case DType::f16: return fn(F16{});
+    case DType::bf16: return fn(BF16{});
+    default: return CodecStatus::bad_argument;
+  }
+}
+
+}  // namespace bagua::codec::cpu
+
+#endif

@@ -1,0 +1,296 @@
+// Point-to-point over UCP tag matching: one context and one worker per
+// transport, endpoints to every rank (self included) created eagerly.
+#include "ucx_transport.hpp"
+
+#include <ucp/api/ucp.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+namespace bagua {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long teardown and abandon() keep progressing UCX for requests that are
+// waiting on a peer: long enough for a live peer to answer, short enough that
+// a dead one never hangs MPI_Finalize.
+constexpr auto kDrainLimit = std::chrono::seconds(1);
+
+// UCP tags carry no source, so the sender's rank goes in the upper 32 bits and
+// the bagua tag in the lower ones; receives match all 64 bits (exact peer).
+constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
+
+ucp_tag_t ucp_tag(int sender, Tag tag) {
+  return (static_cast<ucp_tag_t>(static_cast<uint32_t>(sender)) << 32) | tag;
+}
+
+// What Request::handle holds: the UCP request while the operation is in
+// flight, or nullptr when it completed as it was posted. For a receive that
+// completed at once, `received` is its length, or kTruncated when the message
+// was larger than the buffer.
+struct Handle {
+  void *request;
+  int64_t received;
+};
+constexpr int64_t kTruncated = -1;
+
+Handle &ucx_handle(Request *req) {
+  static_assert(sizeof(Handle) <= sizeof(req->handle));
+  return *reinterpret_cast<Handle *>(req->handle);
+}
+
+Status ucx_error(ucs_status_t status, const char *what) {
+  return fail(BAGUA_ERR_TRANSPORT, "UCX %s: %s", what, ucs_status_string(status));
+}
+
+Status ucx_error(ucs_status_t status, const char *what, const Request &req) {
+  return fail(BAGUA_ERR_TRANSPORT, "UCX %s (peer %d, %zu bytes): %s", what, req.peer, req.bytes,
+              ucs_status_string(status));
+}
+
+Status mismatch(const Request &req, int64_t received) {
+  char got[32] = "a larger message";
+  if (received != kTruncated) std::snprintf(got, sizeof got, "%lld bytes", static_cast<long long>(received));
+  return fail(BAGUA_ERR_MISMATCH,
+              "expected %zu bytes from rank %d (tag 0x%x) but it sent %s: do all ranks pass the "
+              "same count and datatype?",
+              req.bytes, req.peer, req.tag, got);
+}
+
+// Creation is collective: every rank learns whether all ranks got this far,
+// so a local failure never leaves the others blocked in the next exchange.
+Status agree(MPI_Comm comm, Status local) {
+  int ok = local == BAGUA_SUCCESS, all_ok = 0;
+  if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm) != MPI_SUCCESS)
+    return fail(BAGUA_ERR_TRANSPORT, "MPI_Allreduce failed while setting up UCX");
+  if (local != BAGUA_SUCCESS) return local;
+  if (!all_ok) return fail(BAGUA_ERR_TRANSPORT, "UCX setup failed on another rank");
+  return BAGUA_SUCCESS;
+}
+
+class UcxTransport final : public Transport {
+ public:
+  UcxTransport(int rank, int size) : Transport(rank, size) {}
+
+  ~UcxTransport() override {
+    close_endpoints();
+    if (worker_ != nullptr) ucp_worker_destroy(worker_);
+    if (context_ != nullptr) ucp_cleanup(context_);
+  }
+
+  const char *name() const override { return "ucx"; }
+
+  // Collective over `comm`: all ranks succeed or all fail.
+  Status init(MPI_Comm comm) {
+    BAGUA_TRY(agree(comm, open_worker()));
+    std::vector<char> addresses;
+    std::vector<int> offsets;
+    BAGUA_TRY(exchange_addresses(comm, &addresses, &offsets));
+    return agree(comm, connect(addresses, offsets));
+  }
+
+  Status isend(const void *buf, size_t bytes, int peer, Tag tag, Request *req) override {
+    BAGUA_TRY(prepare(bytes, peer, tag, false, req));
+    const ucp_request_param_t param{};
+    const ucs_status_ptr_t r =
+        ucp_tag_send_nbx(endpoints_[peer], buf, bytes, ucp_tag(rank(), tag), &param);
+    if (UCS_PTR_IS_ERR(r)) return ucx_error(UCS_PTR_STATUS(r), "tag_send", *req);
+    ucx_handle(req) = Handle{r, static_cast<int64_t>(bytes)};
+    req->active = true;
+    return BAGUA_SUCCESS;
+  }
+
+  Status irecv(void *buf, size_t bytes, int peer, Tag tag, Request *req) override {
+    BAGUA_TRY(prepare(bytes, peer, tag, true, req));
+    // With recv_info set, a message already waiting completes the receive at
+    // once and its length lands in `info`.
+    ucp_tag_recv_info_t info{};
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO;
+    param.recv_info.tag_info = &info;
+    const ucs_status_ptr_t r =
+        ucp_tag_recv_nbx(worker_, buf, bytes, ucp_tag(peer, tag), kFullMask, &param);
+    Handle h{r, static_cast<int64_t>(info.length)};
+    if (UCS_PTR_IS_ERR(r)) {
+      if (UCS_PTR_STATUS(r) != UCS_ERR_MESSAGE_TRUNCATED)
+        return ucx_error(UCS_PTR_STATUS(r), "tag_recv", *req);
+      h = Handle{nullptr, kTruncated};
+    }
+    ucx_handle(req) = h;
+    req->active = true;
+    return BAGUA_SUCCESS;
+  }
+
+  Status test(Request *req, bool *done) override {
+    ucp_worker_progress(worker_);
+    Handle &h = ucx_handle(req);
+    ucs_status_t status = UCS_OK;
+    if (h.request != nullptr) {
+      ucp_tag_recv_info_t info{};
+      status = req->is_recv ? ucp_tag_recv_request_test(h.request, &info)
+                            : ucp_request_check_status(h.request);
+      *done = status != UCS_INPROGRESS;
+      if (!*done) return BAGUA_SUCCESS;
+      ucp_request_free(h.request);
+      h = Handle{nullptr, req->is_recv ? static_cast<int64_t>(info.length) : h.received};
+    }
+    *done = true;
+    req->active = false;
+    if (status == UCS_ERR_MESSAGE_TRUNCATED) h.received = kTruncated;
+    else if (status != UCS_OK) return ucx_error(status, req->is_recv ? "receive" : "send", *req);
+    if (req->is_recv && h.received != static_cast<int64_t>(req->bytes))
+      return mismatch(*req, h.received);
+    return BAGUA_SUCCESS;
+  }
+
+  void abandon(Request *req) override {
+    if (!req->active) return;
+    req->active = false;
+    void *request = ucx_handle(req).request;
+    if (request == nullptr) return;
+    if (req->is_recv) {
+      // A receive that already matched a rendezvous message cannot be
+      // cancelled; give it a bounded chance to finish so UCX stops writing
+      // into the caller's buffer before we return.
+      ucp_request_cancel(worker_, request);
+      drain({&request, 1});
+    }
+    // A send still in flight completes on its own and is released then.
+    ucp_request_free(request);
+  }
+
+ private:
+  Status prepare(size_t bytes, int peer, Tag tag, bool is_recv, Request *req) {
+    if (peer < 0 || peer >= size() || tag >= kTagLimit)
+      return fail(BAGUA_ERR_INTERNAL, "bad peer %d or tag 0x%x", peer, tag);
+    req->bytes = bytes;
+    req->peer = peer;
+    req->tag = tag;
+    req->is_recv = is_recv;
+    return BAGUA_SUCCESS;
+  }
+
+  // Context and worker. ucp_config_read takes UCX_* variables (UCX_TLS among
+  // them) from the environment; unset ones keep UCX's defaults.
+  Status open_worker() {
+    ucp_config_t *config = nullptr;
+    ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
+    if (status != UCS_OK) return ucx_error(status, "config_read");
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
+                        UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
+    params.features = UCP_FEATURE_TAG;
+    params.mt_workers_shared = 0;
+    params.estimated_num_eps = static_cast<size_t>(size());
+    status = ucp_init(&params, config, &context_);
+    ucp_config_release(config);
+    if (status != UCS_OK) return ucx_error(status, "init");
+    // Serialized, not multi-threaded: a bagua communicator is used by one
+    // thread at a time (see bagua.h) and owns this worker alone, so UCX can
+    // skip its locks.
+    ucp_worker_params_t worker_params{};
+    worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    worker_params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+    status = ucp_worker_create(context_, &worker_params, &worker_);
+    if (status != UCS_OK) return ucx_error(status, "worker_create");
+    return BAGUA_SUCCESS;
+  }
+
+  // Gathers every rank's worker address; rank p's lies at (*offsets)[p].
+  Status exchange_addresses(MPI_Comm comm, std::vector<char> *all, std::vector<int> *offsets) {
+    ucp_address_t *address = nullptr;
+    size_t length = 0;
+    const ucs_status_t status = ucp_worker_get_address(worker_, &address, &length);
+    Status s = status == UCS_OK ? BAGUA_SUCCESS : ucx_error(status, "worker_get_address");
+    BAGUA_TRY(agree(comm, s));
+    const int my_length = static_cast<int>(length);
+    std::vector<int> lengths(static_cast<size_t>(size()));
+    offsets->assign(lengths.size(), 0);
+    int rc = MPI_Allgather(&my_length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm);
+    if (rc == MPI_SUCCESS) {
+      for (size_t p = 1; p < lengths.size(); ++p) (*offsets)[p] = (*offsets)[p - 1] + lengths[p - 1];
+      all->resize(static_cast<size_t>(offsets->back() + lengths.back()));
+      rc = MPI_Allgatherv(address, my_length, MPI_BYTE, all->data(), lengths.data(),
+                          offsets->data(), MPI_BYTE, comm);
+    }
+    ucp_worker_release_address(worker_, address);
+    if (rc != MPI_SUCCESS)
+      return fail(BAGUA_ERR_TRANSPORT, "exchanging UCX worker addresses over MPI failed");
+    return BAGUA_SUCCESS;
+  }
+
+  Status connect(const std::vector<char> &addresses, const std::vector<int> &offsets) {
+    endpoints_.reserve(offsets.size());
+    for (const int offset : offsets) {
+      ucp_ep_params_t params{};
+      params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+      params.address = reinterpret_cast<const ucp_address_t *>(addresses.data() + offset);
+      ucp_ep_h ep = nullptr;
+      const ucs_status_t status = ucp_ep_create(worker_, &params, &ep);
+      if (status != UCS_OK) return ucx_error(status, "ep_create");
+      endpoints_.push_back(ep);
+    }
+    return BAGUA_SUCCESS;
+  }
+
+  // Progresses the worker until every request completes or kDrainLimit
+  // passes; returns whether they all completed.
+  bool drain(std::span<void *const> requests) {
+    const Clock::time_point give_up = Clock::now() + kDrainLimit;
+    for (;;) {
+      ucp_worker_progress(worker_);
+      bool pending = false;
+      for (void *r : requests) pending |= ucp_request_check_status(r) == UCS_INPROGRESS;
+      if (!pending) return true;
+      if (Clock::now() >= give_up) return false;
+      std::this_thread::yield();
+    }
+  }
+
+  // Flushes outstanding operations first so that closing can be graceful;
+  // if the worker does not flush in time, a peer is gone and endpoints are
+  // closed by force. Close requests still pending after the limit are
+  // released with the worker.
+  void close_endpoints() {
+    if (endpoints_.empty()) return;
+    const ucp_request_param_t no_param{};
+    const ucs_status_ptr_t flush = ucp_worker_flush_nbx(worker_, &no_param);
+    bool flushed = !UCS_PTR_IS_ERR(flush);
+    if (UCS_PTR_IS_PTR(flush)) {
+      flushed = drain({&flush, 1});
+      ucp_request_free(flush);
+    }
+    ucp_request_param_t close_param{};
+    close_param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    close_param.flags = flushed ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
+    std::vector<void *> closing;
+    for (ucp_ep_h ep : endpoints_) {
+      const ucs_status_ptr_t r = ucp_ep_close_nbx(ep, &close_param);
+      if (UCS_PTR_IS_PTR(r)) closing.push_back(r);
+    }
+    endpoints_.clear();
+    drain(closing);
+    for (void *r : closing) ucp_request_free(r);
+  }
+
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  std::vector<ucp_ep_h> endpoints_;  // indexed by rank
+};
+
+}  // namespace
+
+Status ucx_transport_create(MPI_Comm comm, std::unique_ptr<Transport> *out) {
+  int rank = 0, size = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  auto transport = std::make_unique<UcxTransport>(rank, size);
+  BAGUA_TRY(transport->init(comm));
+  *out = std::move(transport);
+  return BAGUA_SUCCESS;
+}
+
+}  // namespace bagua

@@ -1,0 +1,21 @@
+/* The public header compiles as C and the library links from a C program;
+ * runs a small allreduce with closed-form expected values. */
+#include <stdio.h>
+
+#include "bagua.h"
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 0, wrong = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  double x[3] = {rank, 1.0, -rank};
+  int rc = bagua_allreduce(MPI_IN_PLACE, x, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  if (rc != BAGUA_SUCCESS) {
+    fprintf(stderr, "bagua_allreduce: %s (%s)\n", bagua_error_string(rc), bagua_last_error());
+    wrong = 1;
+  }
+  wrong += x[0] != size * (size - 1) / 2.0 || x[1] != size || x[2] != -x[0];
+  MPI_Finalize();
+  return wrong != 0;
+}

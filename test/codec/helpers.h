@@ -1,0 +1,84 @@
+// Test data generators and helpers shared by the codec tests.
+#ifndef BAGUA_TEST_CODEC_HELPERS_H
+#define BAGUA_TEST_CODEC_HELPERS_H
+
+#include <math.h>
+#include <string.h>
+
+#include <algorithm>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "codec.h"
+#include "cpu/codec_cpu.h"
+
+namespace codec_test {
+
+using bagua::DType;
+using bagua::codec::CodecStatus;
+using bagua::codec::cpu::Isa;
+using Bytes = std::vector<uint8_t>;
+
+inline std::vector<float> normal(size_t n, uint32_t seed, float mean = 0.0f, float sigma = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(mean, sigma);
+  std::vector<float> v(n);
+  for (float &x : v) x = dist(rng);
+  return v;
+}
+
+// Arbitrary 32-bit patterns: every float class, NaN payloads included.
+inline std::vector<float> random_bits(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<float> v(n);
+  for (float &x : v) x = bagua::bits_float(rng());
+  return v;
+}
+
+inline std::vector<uint16_t> random_u16(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint16_t> v(n);
+  for (uint16_t &x : v) x = uint16_t(rng());
+  return v;
+}
+
+inline std::vector<uint16_t> to_half(const std::vector<float> &v, DType t) {
+  std::vector<uint16_t> h(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    h[i] = t == DType::f16 ? bagua::float_to_fp16(v[i]) : bagua::float_to_bf16(v[i]);
+  }
+  return h;
+}
+
+inline std::vector<float> from_half(const std::vector<uint16_t> &h, DType t) {
+  std::vector<float> v(h.size());
+  for (size_t i = 0; i < h.size(); ++i) {
+    v[i] = t == DType::f16 ? bagua::fp16_to_float(h[i]) : bagua::bf16_to_float(h[i]);
+  }
+  return v;
+}
+
+inline std::vector<float> scaled_copy(std::vector<float> v, float s) {
+  for (float &x : v) x *= s;
+  return v;
+}
+
+inline float ulp(float x) {
+  const float a = fabsf(x);
+  return std::nextafter(a, std::numeric_limits<float>::infinity()) - a;
+}
+
+inline bool same_bits(const std::vector<float> &a, const std::vector<float> &b) {
+  return a.size() == b.size() && memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+inline std::vector<Isa> isas() {
+  std::vector<Isa> v{Isa::scalar};
+  if (bagua::codec::cpu::isa_supported(Isa::avx2)) v.push_back(Isa::avx2);
+  return v;
+}
+
+}  // namespace codec_test
+
+#endif
