@@ -133,6 +133,26 @@ BAGUA_API MPI_Op bagua_op_avg(void);
 BAGUA_API int bagua_allreduce(const void *sendbuf, void *recvbuf, int count,
                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 
+/* ----------------------------------------------------------------------------
+ * Compressed allreduce (q8, fp16/bf16 cast, 1-bit sign)
+ * ------------------------------------------------------------------------- */
+/* @section compressed */
+
+/* ----------------------------------------------------------------------------
+ * Partial reduce: averaging among the first P ready ranks
+ * ------------------------------------------------------------------------- */
+/* @section partial */
+
+/* ----------------------------------------------------------------------------
+ * Decentralized and asynchronous averaging
+ * ------------------------------------------------------------------------- */
+/* @section decentralized */
+
+/* ----------------------------------------------------------------------------
+ * Bucketed communicator and nonblocking collectives
+ * ------------------------------------------------------------------------- */
+/* @section buckets */
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,6 +21,10 @@ constexpr EnvVar kVars[] = {
      "Message size in bytes from which auto uses the ring instead of recursive doubling."},
     {"BAGUA_SEGMENT_BYTES", "1048576",
      "Pipeline segment size in bytes for ring algorithms (4096 .. 1 GiB)."},
+    // @env compressed
+    // @env partial
+    // @env decentralized
+    // @env buckets
 };
 
 const char *lookup(const char *name) {
