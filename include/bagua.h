@@ -138,20 +138,623 @@ BAGUA_API int bagua_allreduce(const void *sendbuf, void *recvbuf, int count,
  * ------------------------------------------------------------------------- */
 /* @section compressed */
 
+/**
+ * 8-bit compressed allreduce (ByteGrad), arguments as MPI_Allreduce.
+ *
+ * Each rank's buffer is cut into n chunks; chunk c of every rank is
+ * quantized (min-max, 8 bits, blocks of BAGUA_CODEC_BLOCK elements, header
+ * min/max in float32) and sent to rank c, which sums the n contributions in
+ * float32 (its own exactly), re-quantizes the sum and sends it to everybody.
+ * About 1 byte per element crosses the network instead of 4 (float32).
+ *
+ * @param sendbuf  input, count elements, or MPI_IN_PLACE (input taken from
+ *                 recvbuf). May be NULL only when count == 0.
+ * @param recvbuf  output, count elements; must not overlap sendbuf unless
+ *                 sendbuf is MPI_IN_PLACE.
+ * @param count    number of elements, >= 0, equal on every rank.
+ * @param datatype MPI_FLOAT, BAGUA_FLOAT16 or BAGUA_BFLOAT16 (host memory).
+ * @param op       MPI_SUM or BAGUA_AVG.
+ * @param comm     any intra-communicator.
+ *
+ * Guarantees: every rank receives bit-identical results. Each element is
+ * quantized at most twice: |result - exact| <= sum over the other ranks of
+ * (block range of their input) / 510 + (block range of the reduced sum) / 510
+ * (divided by n for BAGUA_AVG), plus the rounding of the output type. A NaN
+ * or Inf in an input block makes the whole block NaN in the result. With one
+ * rank the result is exact. BAGUA_HIERARCHICAL=1 reduces exactly inside each
+ * node first (doc/compressed.md). Blocking; thread rules as bagua_allreduce.
+ *
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT,
+ *         BAGUA_ERR_UNSUPPORTED_DATATYPE (e.g. MPI_INT, MPI_DOUBLE),
+ *         BAGUA_ERR_UNSUPPORTED_OP (e.g. MPI_MAX), BAGUA_ERR_CORRUPT_DATA (a
+ *         peer's bytes failed validation), BAGUA_ERR_TIMEOUT,
+ *         BAGUA_ERR_MISMATCH, BAGUA_ERR_TRANSPORT, BAGUA_ERR_COMM_BROKEN,
+ *         BAGUA_ERR_OUT_OF_MEMORY.
+ */
+BAGUA_API int bagua_allreduce_q8(const void *sendbuf, void *recvbuf, int count,
+                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+
+/**
+ * Allreduce with values sent as IEEE float16 (2 bytes per element), same
+ * schedule, arguments, datatypes, ops and errors as bagua_allreduce_q8.
+ *
+ * Overflow-safe: values are multiplied by 1/n before each cast to float16 and
+ * by n after it, and sums are accumulated in float32, so a sum of n values
+ * that each fit float16 cannot overflow on the wire. Each element is rounded
+ * to float16 at most twice (relative error about 2^-11 per rounding; values
+ * below about n * 6e-8 lose precision to float16 subnormals). Every rank
+ * receives bit-identical results.
+ */
+BAGUA_API int bagua_allreduce_fp16(const void *sendbuf, void *recvbuf, int count,
+                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+
+/** Error-feedback state of bagua_allreduce_sign (opaque). */
+typedef struct bagua_sign_state *bagua_sign_state_t;
+
+/**
+ * Creates the error-feedback state of bagua_allreduce_sign for buffers of
+ * `count` elements on `comm`: two float32 residuals (8 bytes per element),
+ * initially zero. Local (not collective); needs MPI initialised.
+ *
+ * Lifetime: the caller owns the state. Use it only with the same comm and
+ * count, for one buffer (e.g. one gradient bucket) across iterations; free it
+ * with bagua_sign_state_free, before or after MPI_Finalize. Not thread-safe:
+ * one call at a time per state.
+ *
+ * @param count >= 0.
+ * @param comm  the intra-communicator the state will be used with.
+ * @param state output: the new state.
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (negative count, NULL
+ *         state, MPI_COMM_NULL), BAGUA_ERR_NOT_INITIALIZED,
+ *         BAGUA_ERR_OUT_OF_MEMORY.
+ */
+BAGUA_API int bagua_sign_state_create(int count, MPI_Comm comm, bagua_sign_state_t *state);
+
+/** Frees a state and sets *state to NULL; a NULL *state is a no-op.
+ *  @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (state is NULL). */
+BAGUA_API int bagua_sign_state_free(bagua_sign_state_t *state);
+
+/**
+ * 1-bit allreduce with error feedback (scaled sign: 1 bit per element plus a
+ * float32 scale, the block's mean |x|, per BAGUA_CODEC_BLOCK elements).
+ * Arguments as bagua_allreduce_q8, plus the state created for this comm and
+ * count. Each rank sends sign(input + residual) and keeps the quantization
+ * error in the state for the next call; the owner of each chunk does the same
+ * for the reduced sum. A single result is coarse, but the error does not
+ * accumulate: the sum of the results over many calls tracks the sum of the
+ * exact results. Every rank receives bit-identical results.
+ *
+ * @return as bagua_allreduce_q8; BAGUA_ERR_INVALID_ARGUMENT also when state is
+ *         NULL or was created for another comm or count.
+ */
+BAGUA_API int bagua_allreduce_sign(const void *sendbuf, void *recvbuf, int count,
+                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                   bagua_sign_state_t state);
+
 /* ----------------------------------------------------------------------------
  * Partial reduce: averaging among the first P ready ranks
  * ------------------------------------------------------------------------- */
 /* @section partial */
+
+/** Most members a bagua_group_info lists; larger groups report their true
+ *  size with the first BAGUA_GROUP_INFO_MAX_MEMBERS members listed. */
+#define BAGUA_GROUP_INFO_MAX_MEMBERS 64
+
+/** The group a bagua_partial_reduce call averaged in. All members of a group
+ *  receive identical info. */
+typedef struct bagua_group_info {
+  /** Sequence number assigned by the controller: 0, 1, 2, ... per communicator. */
+  long long group_id;
+  /** Number of members. */
+  int size;
+  /** Entries filled in the arrays below: min(size, BAGUA_GROUP_INFO_MAX_MEMBERS). */
+  int listed;
+  /** 1 when the controller formed this group to reconnect the averaging graph
+   *  (it waited, without deadline, for members of every component). */
+  int bridging;
+  /** Members' ranks in comm, ascending. */
+  int members[BAGUA_GROUP_INFO_MAX_MEMBERS];
+  /** Each member's iteration: its number of earlier bagua_partial_reduce calls on comm. */
+  long long iterations[BAGUA_GROUP_INFO_MAX_MEMBERS];
+  /** Each member's staleness: the group's largest iteration minus its own. */
+  long long staleness[BAGUA_GROUP_INFO_MAX_MEMBERS];
+  /** Each member's averaging weight (the weights sum to 1). */
+  double weights[BAGUA_GROUP_INFO_MAX_MEMBERS];
+} bagua_group_info;
+
+/**
+ * Partial reduce: "this rank is ready with sendbuf". The first ranks to be
+ * ready form a group of group_size (P) members, average their buffers, and
+ * each member returns with the group's average in recvbuf; a slow rank joins
+ * a later group instead of delaying everyone. Arguments as MPI_Allreduce with
+ * the op replaced by group_size, plus the info output.
+ *
+ * A controller thread on rank BAGUA_PARTIAL_CONTROLLER forms groups in
+ * arrival order: a group closes when P ranks are ready, or
+ * BAGUA_PARTIAL_DEADLINE_MS after its first arrival with fewer (the deadline
+ * adapts, see doc/partial.md); within every BAGUA_PARTIAL_TAU groups all ranks
+ * become connected (a bridging group then waits for ranks of every component,
+ * and may hold more than P members). Ranks that called bagua_partial_leave
+ * are never waited for: P is capped at the number of ranks still taking part.
+ *
+ * @param sendbuf    input, count elements, or MPI_IN_PLACE (input taken from
+ *                   recvbuf). May be NULL only when count == 0.
+ * @param recvbuf    output, count elements; must not overlap sendbuf unless
+ *                   sendbuf is MPI_IN_PLACE.
+ * @param count      number of elements, >= 0; equal on all ranks.
+ * @param datatype   MPI_FLOAT, MPI_DOUBLE, BAGUA_FLOAT16 or BAGUA_BFLOAT16.
+ * @param group_size P in [1, size of comm], or 0 for BAGUA_PARTIAL_GROUP_SIZE
+ *                   (default: half the ranks, rounded up). A group takes the P
+ *                   of its first arrival.
+ * @param comm       any intra-communicator.
+ * @param info       output, may be NULL: the group this call averaged in.
+ *
+ * Weights: BAGUA_PARTIAL_WEIGHTS=uniform (default) gives every member 1/size,
+ * computed as the exact sum divided once; staleness gives member i a weight
+ * proportional to 1 / (1 + staleness_i). Half types are combined in float32.
+ *
+ * The first bagua_partial_reduce or bagua_partial_leave on a communicator is
+ * collective (it sets up the controller's communicator); later calls are
+ * not: ranks call at their own pace and may make different numbers of calls.
+ * Needs MPI_THREAD_MULTIPLE (the controller thread uses MPI). Blocking; calls
+ * on one communicator must come from one thread at a time.
+ *
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (also after
+ *         bagua_partial_leave), BAGUA_ERR_UNSUPPORTED_DATATYPE,
+ *         BAGUA_ERR_THREAD_LEVEL, BAGUA_ERR_TIMEOUT (no group within
+ *         BAGUA_TIMEOUT_MS, or a member did not answer), BAGUA_ERR_MISMATCH,
+ *         BAGUA_ERR_TRANSPORT, BAGUA_ERR_COMM_BROKEN, BAGUA_ERR_OUT_OF_MEMORY.
+ */
+BAGUA_API int bagua_partial_reduce(const void *sendbuf, void *recvbuf, int count,
+                                   MPI_Datatype datatype, int group_size, MPI_Comm comm,
+                                   bagua_group_info *info);
+
+/**
+ * Tells the controller this rank makes no more bagua_partial_reduce calls on
+ * comm, so no group waits for it. Not collective (except as the first partial
+ * call on comm, see above); returns once the controller has been told. Freeing
+ * comm or MPI_Finalize leaves implicitly; on the controller rank it then waits
+ * (up to BAGUA_TIMEOUT_MS) until every rank has left. Calling it twice is an
+ * error.
+ *
+ * @param comm any intra-communicator.
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT, BAGUA_ERR_THREAD_LEVEL,
+ *         BAGUA_ERR_TIMEOUT, BAGUA_ERR_TRANSPORT, BAGUA_ERR_COMM_BROKEN.
+ */
+BAGUA_API int bagua_partial_leave(MPI_Comm comm);
 
 /* ----------------------------------------------------------------------------
  * Decentralized and asynchronous averaging
  * ------------------------------------------------------------------------- */
 /* @section decentralized */
 
+/** Whom a rank averages with in bagua_decentralized_average. */
+typedef enum {
+  /** Every rank: the exact average over the communicator (an allreduce). */
+  BAGUA_PEER_ALL = 0,
+  /** One partner per communication round, changing every round. Even n: the
+   *  reference schedule (rank r < n/2 meets n/2 + (r + s) mod n/2 in round s;
+   *  over n/2 rounds every lower-half rank meets every upper-half rank).
+   *  Odd n: round-robin, rank r meets (s - r) mod n, so (n-1)/2 pairs per
+   *  round, the rank with 2r = s (mod n) sits out (keeps its value), and
+   *  every pair meets once in n consecutive rounds. Result (a + b) / 2. */
+  BAGUA_PEER_SHIFT_ONE = 1,
+  /** Left and right neighbours (r - 1, r + 1 mod n): the average of the
+   *  distinct ranks among {r - 1, r, r + 1}, i.e. 1/3 each for n >= 3, 1/2
+   *  each for n == 2, the value itself for n == 1. */
+  BAGUA_PEER_RING = 2
+} bagua_peer_mode;
+
+/**
+ * Decentralized averaging of model weights with a few peers (synchronous).
+ *
+ * A rank's output is the average of its input and its peers' inputs for this
+ * round (see bagua_peer_mode). Communication happens only when
+ * step % interval == 0 (round s = step / interval drives the shift_one
+ * pairing); on other steps the call copies sendbuf to recvbuf (nothing if
+ * MPI_IN_PLACE) and returns at once without communicating: local steps in
+ * between, as in local SGD.
+ *
+ * Arithmetic: the contributions are summed in ascending rank order in float32
+ * (float64 for MPI_DOUBLE), divided by their number and rounded once to the
+ * element type. BAGUA_PEER_ALL is bagua_allreduce with BAGUA_AVG. Two
+ * shift_one partners get bit-identical results.
+ *
+ * @param sendbuf  input, count elements, or MPI_IN_PLACE (input taken from
+ *                 recvbuf). May be NULL only when count == 0.
+ * @param recvbuf  output, count elements; must not overlap sendbuf unless
+ *                 sendbuf is MPI_IN_PLACE.
+ * @param count    number of elements, >= 0, equal on every rank.
+ * @param datatype MPI_FLOAT, MPI_DOUBLE, BAGUA_FLOAT16 or BAGUA_BFLOAT16.
+ * @param mode     BAGUA_PEER_ALL, BAGUA_PEER_SHIFT_ONE or BAGUA_PEER_RING,
+ *                 equal on every rank.
+ * @param step     the caller's iteration number, >= 0, equal on every rank
+ *                 (explicit, so the schedule is deterministic and restartable).
+ * @param interval communication interval k >= 1 (1: average every step).
+ * @param comm     any intra-communicator.
+ *
+ * Collective over comm when it communicates (every rank calls with the same
+ * step); blocking; thread rules as for bagua_allreduce.
+ *
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (buffers, count, mode,
+ *         step, interval, comm), BAGUA_ERR_UNSUPPORTED_DATATYPE,
+ *         BAGUA_ERR_TIMEOUT, BAGUA_ERR_MISMATCH, BAGUA_ERR_TRANSPORT,
+ *         BAGUA_ERR_COMM_BROKEN, BAGUA_ERR_OUT_OF_MEMORY.
+ */
+BAGUA_API int bagua_decentralized_average(const void *sendbuf, void *recvbuf, int count,
+                                          MPI_Datatype datatype, bagua_peer_mode mode,
+                                          int step, int interval, MPI_Comm comm);
+
+/** State of low-precision decentralized averaging for one buffer. */
+typedef struct bagua_lowprec_s *bagua_lowprec_t;
+
+/**
+ * Creates the state of low-precision (q8) ring averaging for one buffer
+ * (collective over comm).
+ *
+ * Each rank keeps float32 replicas: w (its own last communicated weights) and
+ * L, R (copies of its left and right neighbours' w). Creation exchanges the
+ * initial weights exactly, so rank r's w starts bit-identical to its left
+ * neighbour's R and its right neighbour's L, and every step keeps it so.
+ *
+ * @param buf      the initial weights, count elements (read only here).
+ *                 May be NULL only when count == 0.
+ * @param count    number of elements, >= 0, equal on every rank.
+ * @param datatype MPI_FLOAT, BAGUA_FLOAT16 or BAGUA_BFLOAT16 (the q8 codec's
+ *                 types; MPI_DOUBLE is refused).
+ * @param interval communication interval k >= 1: bagua_lowprec_step
+ *                 communicates on its 1st, (k+1)th, (2k+1)th... call and
+ *                 leaves buf alone on the others.
+ * @param comm     any intra-communicator; must stay valid until
+ *                 bagua_lowprec_free.
+ * @param state    out: the new state (NULL on failure).
+ *
+ * Memory: 3 * count float32 replicas plus two q8 messages per rank.
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT,
+ *         BAGUA_ERR_UNSUPPORTED_DATATYPE, BAGUA_ERR_TIMEOUT,
+ *         BAGUA_ERR_MISMATCH, BAGUA_ERR_TRANSPORT, BAGUA_ERR_COMM_BROKEN,
+ *         BAGUA_ERR_OUT_OF_MEMORY.
+ */
+BAGUA_API int bagua_lowprec_create(const void *buf, int count, MPI_Datatype datatype,
+                                   int interval, MPI_Comm comm, bagua_lowprec_t *state);
+
+/**
+ * One step of low-precision ring averaging, in place on buf (collective).
+ *
+ * With x = buf (after the caller's optimizer step) and n_r the number of
+ * distinct ring neighbours (2 for n >= 3, 1 for n == 2; for n == 1 a step
+ * does nothing):
+ * diff = (x - w) + sum over neighbours (N - w) / (n_r + 1); Q = q8(diff) with
+ * blocks of 2048 elements is sent to both neighbours; w, L, R each add the
+ * decoded message they correspond to; buf = w rounded to the element type.
+ * For n >= 3 this is diff = x + L/3 + R/3 - 5/3 w of the reference.
+ *
+ * @param state from bagua_lowprec_create.
+ * @param buf   the weights, the count and datatype given at creation; may be
+ *              a different pointer on each call.
+ *
+ * Not thread-safe for one state; steps on states of the same comm follow the
+ * rules of collectives on that comm. After a communication failure the
+ * state and its communicator are broken.
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL state or buf),
+ *         BAGUA_ERR_TIMEOUT, BAGUA_ERR_MISMATCH, BAGUA_ERR_TRANSPORT,
+ *         BAGUA_ERR_CORRUPT_DATA, BAGUA_ERR_COMM_BROKEN.
+ */
+BAGUA_API int bagua_lowprec_step(bagua_lowprec_t state, void *buf);
+
+/**
+ * The replicas of a state, for inspection (tests, checkpoints): float32
+ * arrays of the state's count elements, valid until the next step or free.
+ * Any output pointer may be NULL.
+ *
+ * @param state from bagua_lowprec_create.
+ * @param self  out: w, this rank's last communicated weights.
+ * @param left  out: L, the copy of the left neighbour's (rank - 1) w.
+ * @param right out: R, the copy of the right neighbour's (rank + 1) w.
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL state).
+ */
+BAGUA_API int bagua_lowprec_replicas(bagua_lowprec_t state, const float **self,
+                                     const float **left, const float **right);
+
+/**
+ * Frees a state (local, not collective) and sets *state to NULL; NULL or a
+ * pointer to NULL is a no-op.
+ * @return BAGUA_SUCCESS.
+ */
+BAGUA_API int bagua_lowprec_free(bagua_lowprec_t *state);
+
+/** Interval of the reference system's asynchronous averaging (ms). */
+#define BAGUA_ASYNC_DEFAULT_INTERVAL_MS 500
+
+/** Asynchronous model averaging of one registered buffer. */
+typedef struct bagua_async_s *bagua_async_t;
+
+/**
+ * Starts asynchronous model averaging of buf with all ranks of comm
+ * (collective). A background thread repeatedly waits interval_ms, then runs a
+ * round: copy buf to temp (under the lock); allreduce-average temp into
+ * reduced; under the lock, buf += reduced - temp, so writes the caller made
+ * meanwhile are kept. Every round begins with a one-element allreduce of the
+ * ranks' stop flags, so all ranks stop after the same round.
+ *
+ * The thread has its own duplicate of comm and its own transport
+ * (BAGUA_TRANSPORT), so its messages never match the caller's. With the mpi
+ * transport MPI must provide MPI_THREAD_MULTIPLE; with the ucx transport any
+ * thread level works.
+ *
+ * @param buf         the weights, count elements; stays registered (must
+ *                    stay valid) until bagua_async_average_free. May be NULL
+ *                    only when count == 0.
+ * @param count       number of elements, >= 0, equal on every rank.
+ * @param datatype    MPI_FLOAT, MPI_DOUBLE, BAGUA_FLOAT16 or BAGUA_BFLOAT16.
+ * @param interval_ms pause before each round, >= 0;
+ *                    BAGUA_ASYNC_DEFAULT_INTERVAL_MS (500) is the reference.
+ * @param comm        any intra-communicator.
+ * @param handle      out: the running averager (NULL on failure).
+ *
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT,
+ *         BAGUA_ERR_UNSUPPORTED_DATATYPE, BAGUA_ERR_THREAD_LEVEL (mpi
+ *         transport without MPI_THREAD_MULTIPLE), BAGUA_ERR_TRANSPORT,
+ *         BAGUA_ERR_OUT_OF_MEMORY.
+ */
+BAGUA_API int bagua_async_average_create(void *buf, int count, MPI_Datatype datatype,
+                                         int interval_ms, MPI_Comm comm,
+                                         bagua_async_t *handle);
+
+/** Takes the lock that the background thread holds while it reads or
+ *  updates buf; the caller brackets its own writes to buf with
+ *  lock/unlock. Not recursive. @return BAGUA_SUCCESS,
+ *  BAGUA_ERR_INVALID_ARGUMENT (NULL handle). */
+BAGUA_API int bagua_async_average_lock(bagua_async_t handle);
+/** Releases the lock taken by bagua_async_average_lock (same thread).
+ *  @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL handle). */
+BAGUA_API int bagua_async_average_unlock(bagua_async_t handle);
+
+/**
+ * Stops the background averaging (collective: every rank calls it). Returns
+ * once this rank's thread has finished its last round; a rank whose thread
+ * already stopped because another rank aborted first returns at once. Must
+ * not be called while holding the lock. Aborting a stopped averager is a
+ * no-op.
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL handle), or the
+ *         error that stopped the thread (BAGUA_ERR_TIMEOUT,
+ *         BAGUA_ERR_TRANSPORT, ...) after which the averager is broken.
+ */
+BAGUA_API int bagua_async_average_abort(bagua_async_t handle);
+
+/**
+ * Restarts a stopped averager (collective: a barrier among the averager's
+ * ranks, then the thread starts again). Resuming a running averager is a
+ * no-op.
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL handle),
+ *         BAGUA_ERR_COMM_BROKEN (an earlier round failed), BAGUA_ERR_TIMEOUT.
+ */
+BAGUA_API int bagua_async_average_resume(bagua_async_t handle);
+
+/**
+ * Stops the averager as bagua_async_average_abort does (collective), frees
+ * its thread, transport and communicator, and sets *handle to NULL. NULL or
+ * a pointer to NULL is a no-op. Call it before MPI_Finalize.
+ * @return BAGUA_SUCCESS, or the error that had stopped the thread (the
+ *         resources are freed in every case).
+ */
+BAGUA_API int bagua_async_average_free(bagua_async_t *handle);
+
 /* ----------------------------------------------------------------------------
  * Bucketed communicator and nonblocking collectives
  * ------------------------------------------------------------------------- */
 /* @section buckets */
+
+/** Default byte cap of a bucket: 10 MiB, as BAGUA. See bagua_bucket_config. */
+#define BAGUA_BUCKET_DEFAULT_BYTES (10u << 20)
+
+/** The collective a bucket runs when all its tensors are ready. */
+typedef enum {
+  /** Exact allreduce (bagua_allreduce): any datatype, MPI_SUM, MPI_MAX,
+   *  MPI_MIN or BAGUA_AVG. */
+  BAGUA_BUCKET_ALLREDUCE = 0,
+  /** 8-bit compressed allreduce (bagua_allreduce_q8, flat): MPI_FLOAT,
+   *  BAGUA_FLOAT16, BAGUA_BFLOAT16; MPI_SUM or BAGUA_AVG. */
+  BAGUA_BUCKET_ALLREDUCE_Q8 = 1,
+  /** float16 on the wire (bagua_allreduce_fp16, flat); as Q8. */
+  BAGUA_BUCKET_ALLREDUCE_FP16 = 2
+} bagua_bucket_algorithm;
+
+/** A bucket's algorithm and its options. */
+typedef struct bagua_bucket_algorithm_config {
+  bagua_bucket_algorithm algorithm;
+  /** The reduction; default BAGUA_AVG (gradient averaging). */
+  MPI_Op op;
+} bagua_bucket_algorithm_config;
+
+/** Settings of a bucketed communicator; fill with bagua_bucket_config_init,
+ *  then change fields. */
+typedef struct bagua_bucket_config {
+  /** Byte cap of a bucket, >= 1; default BAGUA_BUCKET_BYTES (10 MiB). */
+  size_t bucket_bytes;
+  /** 1: move each bucket's tensors into one contiguous buffer owned by the
+   *  bucketed communicator (no copy per call; the tensors' new addresses are
+   *  returned by finalize_registration). 0 (default): tensors stay where they
+   *  are and are packed into a bucket buffer for each call. */
+  int flatten;
+  /** Algorithm of every bucket until changed with
+   *  bagua_bucket_comm_set_algorithm; default exact allreduce, BAGUA_AVG. */
+  bagua_bucket_algorithm_config algorithm;
+} bagua_bucket_config;
+
+/** A bucketed communicator (opaque). */
+typedef struct bagua_bucket_comm bagua_bucket_comm;
+
+/**
+ * Fills `config` with the defaults: bucket_bytes from BAGUA_BUCKET_BYTES
+ * (default 10 MiB), flatten 0, exact allreduce with BAGUA_AVG. Local.
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL config, or a bad
+ *         BAGUA_BUCKET_BYTES), BAGUA_ERR_NOT_INITIALIZED.
+ */
+BAGUA_API int bagua_bucket_config_init(bagua_bucket_config *config);
+
+/**
+ * Creates a bucketed communicator on comm (collective over comm): it
+ * duplicates comm and creates its own transport (BAGUA_TRANSPORT) and worker
+ * threads, so its traffic never meets the user's calls on comm.
+ *
+ * Usage per training run: register every tensor (in the order they will
+ * become ready, e.g. reverse order of use in the forward pass), finalize
+ * registration; then per iteration: mark each tensor ready as it is computed,
+ * wait (all) before using the results. See doc/buckets.md.
+ *
+ * @param comm   any intra-communicator; may be freed after this call.
+ * @param config NULL for the defaults (bagua_bucket_config_init).
+ * @param out    output: the new bucketed communicator (NULL on failure).
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (MPI_COMM_NULL, NULL out,
+ *         bucket_bytes 0, flatten not 0/1, bad algorithm),
+ *         BAGUA_ERR_UNSUPPORTED_OP, BAGUA_ERR_THREAD_LEVEL (mpi transport
+ *         without MPI_THREAD_MULTIPLE), BAGUA_ERR_TRANSPORT,
+ *         BAGUA_ERR_NOT_INITIALIZED, BAGUA_ERR_OUT_OF_MEMORY.
+ */
+BAGUA_API int bagua_bucket_comm_create(MPI_Comm comm, const bagua_bucket_config *config,
+                                       bagua_bucket_comm **out);
+
+/**
+ * Destroys a bucketed communicator (collective, before MPI_Finalize): waits
+ * for buckets still in flight, writes the BAGUA_TIMELINE file if set, frees
+ * the threads, transport and duplicate communicator, and any flattened
+ * storage (flattened tensor addresses become invalid). NULL is a no-op.
+ * @return BAGUA_SUCCESS.
+ */
+BAGUA_API int bagua_bucket_comm_destroy(bagua_bucket_comm *bc);
+
+/**
+ * Registers a tensor, before finalize_registration. Tensors are bucketed in
+ * registration order; every rank must register the same counts and
+ * datatypes in the same order. Not thread-safe (one thread registers).
+ *
+ * @param bc        the bucketed communicator.
+ * @param ptr       host memory of count elements; must stay valid until
+ *                  destroy (or finalize_registration with flatten). NULL
+ *                  only when count == 0. Must not overlap another tensor.
+ * @param count     number of elements, >= 0.
+ * @param datatype  MPI_FLOAT, MPI_DOUBLE, BAGUA_FLOAT16 or BAGUA_BFLOAT16.
+ * @param tensor_id output: 0, 1, 2, ... in registration order.
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL bc/ptr/tensor_id,
+ *         negative count, overlap with a registered tensor, already
+ *         finalized, misaligned ptr), BAGUA_ERR_UNSUPPORTED_DATATYPE.
+ */
+BAGUA_API int bagua_bucket_comm_register(bagua_bucket_comm *bc, void *ptr, int count,
+                                         MPI_Datatype datatype, int *tensor_id);
+
+/**
+ * Forms the buckets (collective): in registration order, a bucket takes
+ * tensors of one datatype until the next would exceed bucket_bytes (a larger
+ * tensor gets a bucket of its own); a datatype change starts a new bucket.
+ * Checks that every rank formed the same buckets. With flatten, each
+ * bucket's tensors are copied into one contiguous buffer and from now on
+ * live there.
+ *
+ * @param bc            the bucketed communicator.
+ * @param tensor_addrs  NULL, or an array with one entry per registered
+ *                      tensor, filled with each tensor's address from now on
+ *                      (its new address with flatten, else the registered one).
+ * @param num_buckets   output: the number of buckets (0 .. n-1 are their ids).
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL bc/num_buckets,
+ *         nothing registered, called twice, more than 16384 buckets),
+ *         BAGUA_ERR_UNSUPPORTED_DATATYPE / BAGUA_ERR_UNSUPPORTED_OP (the
+ *         default algorithm cannot run on a bucket's datatype),
+ *         BAGUA_ERR_MISMATCH (ranks registered different tensors),
+ *         BAGUA_ERR_TRANSPORT, BAGUA_ERR_OUT_OF_MEMORY.
+ */
+BAGUA_API int bagua_bucket_comm_finalize_registration(bagua_bucket_comm *bc, void **tensor_addrs,
+                                                      int *num_buckets);
+
+/** The bucket a tensor belongs to (after finalize_registration). Thread-safe.
+ *  @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL arguments, unknown
+ *          tensor, not finalized). */
+BAGUA_API int bagua_bucket_comm_tensor_bucket(bagua_bucket_comm *bc, int tensor_id, int *bucket);
+
+/**
+ * Sets the algorithm of one bucket, or of all with bucket == -1, between
+ * rounds (no tensor of the bucket marked ready). Every rank must set the same
+ * algorithms. Validated against the bucket's datatype; on failure nothing
+ * changes.
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL, unknown bucket,
+ *         not finalized, bucket in a round, bad algorithm),
+ *         BAGUA_ERR_UNSUPPORTED_DATATYPE, BAGUA_ERR_UNSUPPORTED_OP.
+ */
+BAGUA_API int bagua_bucket_comm_set_algorithm(bagua_bucket_comm *bc, int bucket,
+                                              const bagua_bucket_algorithm_config *algorithm);
+
+/**
+ * Marks a tensor's contents final for this round. When the last tensor of a
+ * bucket is marked, the bucket's collective starts at once on a background
+ * thread, in place on the tensors. Callable from any thread, in any order
+ * (each rank may mark in its own order); do not write the bucket's tensors
+ * until its wait/test reports completion.
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL bc, unknown
+ *         tensor, not finalized, tensor already marked in this round),
+ *         BAGUA_ERR_COMM_BROKEN (an earlier bucket failed).
+ */
+BAGUA_API int bagua_bucket_comm_mark_ready(bagua_bucket_comm *bc, int tensor_id);
+
+/**
+ * Waits for a bucket's collective of this round and ends the round for that
+ * bucket (its tensors may be marked again). A bucket whose tensors are not
+ * all marked yet is waited for up to BAGUA_TIMEOUT_MS (another thread may
+ * still mark them). Thread-safe, but a round's result is reported once.
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL bc, unknown bucket,
+ *         nothing registered/finalized), BAGUA_ERR_TIMEOUT (tensors never
+ *         marked, or a peer), or the bucket's failure (BAGUA_ERR_MISMATCH,
+ *         BAGUA_ERR_TRANSPORT, ...), after which the communicator is broken.
+ */
+BAGUA_API int bagua_bucket_comm_wait(bagua_bucket_comm *bc, int bucket);
+
+/**
+ * Like bagua_bucket_comm_wait without blocking: *flag = 1 and the round
+ * ends when the bucket's collective has completed, else *flag = 0.
+ * @return as bagua_bucket_comm_wait (no BAGUA_ERR_TIMEOUT for unmarked
+ *         tensors); BAGUA_ERR_INVALID_ARGUMENT also for NULL flag.
+ */
+BAGUA_API int bagua_bucket_comm_test(bagua_bucket_comm *bc, int bucket, int *flag);
+
+/**
+ * Waits for every bucket (bagua_bucket_comm_wait on each, continuing after a
+ * failure) and returns the first failure; call it before the optimizer step.
+ * @return as bagua_bucket_comm_wait.
+ */
+BAGUA_API int bagua_bucket_comm_wait_all(bagua_bucket_comm *bc);
+
+/**
+ * Nonblocking exact allreduce: arguments as MPI_Iallreduce, semantics and
+ * arguments' rules as bagua_allreduce. *request is an MPI generalized request:
+ * complete it with MPI_Wait, MPI_Test, MPI_Waitall, ... (not MPI_Cancel: a
+ * started collective runs to the end). Buffers must not be touched until
+ * then.
+ *
+ * Every rank must start its nonblocking calls on comm in the same order
+ * (as MPI requires); they run concurrently on background threads over a
+ * private duplicate of comm, so they never interfere with blocking bagua
+ * calls on comm. The first nonblocking call on comm is collective. At most
+ * 1024 may be in flight per communicator. Needs MPI_THREAD_MULTIPLE.
+ *
+ * A failure found while running (timeout, mismatch, ...) makes MPI_Wait /
+ * MPI_Test return MPI_ERR_OTHER through comm's MPI error handler (set
+ * MPI_ERRORS_RETURN to see it) and sets bagua_last_error() on the waiting
+ * thread.
+ *
+ * @param request output: the request (MPI_REQUEST_NULL on failure).
+ * @return BAGUA_SUCCESS or as bagua_allreduce for invalid arguments;
+ *         BAGUA_ERR_THREAD_LEVEL, BAGUA_ERR_COMM_BROKEN (an earlier
+ *         nonblocking call on comm failed), BAGUA_ERR_INVALID_ARGUMENT (NULL
+ *         request, too many in flight).
+ */
+BAGUA_API int bagua_iallreduce(const void *sendbuf, void *recvbuf, int count,
+                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                               MPI_Request *request);
+
+/** Nonblocking bagua_allreduce_q8 (flat): arguments and rules as
+ *  bagua_iallreduce, datatypes, ops and accuracy as bagua_allreduce_q8. */
+BAGUA_API int bagua_iallreduce_q8(const void *sendbuf, void *recvbuf, int count,
+                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                  MPI_Request *request);
 
 #ifdef __cplusplus
 }

@@ -45,12 +45,12 @@ BAGUA_HD size_t round_up(size_t n, size_t align) { return (n + align - 1) / alig
 // i * (16 + block_elems); only the last block may be shorter.
 
 struct Q8BlockHeader {
-  float min;         // smallest element (-0 stored as +0); NaN if non-finite
-  float max;         // largest element; NaN if non-finite
-  uint8_t tag;       // kTagQ8
-  uint8_t flags;     // kFlagNonFinite or 0
-  uint16_t reserved; // 0
-  uint32_t elems;    // elements in this block
+  float min;          // smallest element (-0 stored as +0); NaN if non-finite
+  float max;          // largest element; NaN if non-finite
+  uint8_t tag;        // kTagQ8
+  uint8_t flags;      // kFlagNonFinite or 0
+  uint16_t reserved;  // 0
+  uint32_t elems;     // elements in this block
 };
 static_assert(sizeof(Q8BlockHeader) == 16, "q8 header is 16 bytes");
 
@@ -97,8 +97,7 @@ BAGUA_HD uint8_t q8_quantize(const Q8Params &p, float x) {
 
 // x' = min + q * step with a single rounding (fma).
 BAGUA_HD float q8_dequantize(const Q8Params &p, uint8_t q) {
-  return p.wide ? float(fma(double(q), p.wide_step, double(p.min)))
-                : fmaf(float(q), p.step, p.min);
+  return p.wide ? float(fma(double(q), p.wide_step, double(p.min))) : fmaf(float(q), p.step, p.min);
 }
 
 BAGUA_HD bool q8_header_valid(const Q8BlockHeader &h, uint32_t elems) {
@@ -127,10 +126,10 @@ BAGUA_HD Q8BlockHeader q8_make_header(float mn, float mx, bool non_finite, uint3
 // padded with zero bits to a multiple of 8 bytes. x' = bit ? -scale : scale.
 
 struct SignBlockHeader {
-  float scale;       // mean |x| of the block, >= +0; NaN if non-finite
-  uint8_t tag;       // kTagSign
-  uint8_t flags;     // kFlagNonFinite or 0
-  uint16_t reserved; // 0
+  float scale;        // mean |x| of the block, >= +0; NaN if non-finite
+  uint8_t tag;        // kTagSign
+  uint8_t flags;      // kFlagNonFinite or 0
+  uint16_t reserved;  // 0
 };
 static_assert(sizeof(SignBlockHeader) == 8, "sign header is 8 bytes");
 
@@ -173,11 +172,11 @@ BAGUA_HD SignBlockHeader sign_make_header(double abs_sum, uint32_t elems) {
 enum class CastFormat : uint8_t { fp16 = 1, bf16 = 2 };
 
 struct CastHeader {
-  uint8_t tag;       // kTagCast
-  uint8_t format;    // CastFormat
-  uint16_t reserved; // 0
-  float prescale;    // positive, normal, finite
-  uint64_t count;    // elements
+  uint8_t tag;        // kTagCast
+  uint8_t format;     // CastFormat
+  uint16_t reserved;  // 0
+  float prescale;     // positive, normal, finite
+  uint64_t count;     // elements
 };
 static_assert(sizeof(CastHeader) == 16, "cast header is 16 bytes");
 

@@ -111,7 +111,8 @@ CodecStatus cast_decode(Isa isa, const void *in, size_t in_bytes, size_t count, 
                         DType t) {
   return with_dtype(t, [&](auto e) {
     using E = decltype(e);
-    return decode_cast(isa, in, in_bytes, count, dst, StoreSink<E>{static_cast<typename E::T *>(dst)});
+    return decode_cast(isa, in, in_bytes, count, dst,
+                       StoreSink<E>{static_cast<typename E::T *>(dst)});
   });
 }
 

@@ -16,15 +16,14 @@ const char *isa_name(Isa isa);
 
 CodecStatus q8_encode(Isa isa, const void *src, DType t, size_t count, uint32_t block_elems,
                       void *out);
-CodecStatus q8_decode(Isa isa, const void *in, size_t in_bytes, size_t count,
-                      uint32_t block_elems, void *dst, DType t);
+CodecStatus q8_decode(Isa isa, const void *in, size_t in_bytes, size_t count, uint32_t block_elems,
+                      void *dst, DType t);
 CodecStatus q8_decode_accumulate(Isa isa, const void *in, size_t in_bytes, size_t count,
                                  uint32_t block_elems, float *acc);
 
 CodecStatus cast_encode(Isa isa, const void *src, DType t, size_t count, CastFormat format,
                         float prescale, void *out);
-CodecStatus cast_decode(Isa isa, const void *in, size_t in_bytes, size_t count, void *dst,
-                        DType t);
+CodecStatus cast_decode(Isa isa, const void *in, size_t in_bytes, size_t count, void *dst, DType t);
 CodecStatus cast_decode_accumulate(Isa isa, const void *in, size_t in_bytes, size_t count,
                                    float *acc);
 
@@ -36,8 +35,8 @@ CodecStatus sign_decode_accumulate(Isa isa, const void *in, size_t in_bytes, siz
                                    uint32_t block_elems, float *acc);
 
 // Checks the arguments every decoder shares: pointers and the exact length.
-CodecStatus check_decode_args(const void *in, size_t in_bytes, size_t expected_bytes,
-                              size_t count, const void *dst);
+CodecStatus check_decode_args(const void *in, size_t in_bytes, size_t expected_bytes, size_t count,
+                              const void *dst);
 
 }  // namespace bagua::codec::cpu
 

@@ -56,8 +56,8 @@ BAGUA_AVX2 inline void store8(F16, uint16_t *p, __m256 v) {
 BAGUA_AVX2 inline void store8(BF16, uint16_t *p, __m256 v) {
   const __m256i u = _mm256_castps_si256(v);
   const __m256i high = _mm256_srli_epi32(u, 16);
-  const __m256i bias = _mm256_add_epi32(_mm256_and_si256(high, _mm256_set1_epi32(1)),
-                                        _mm256_set1_epi32(0x7fff));
+  const __m256i bias =
+      _mm256_add_epi32(_mm256_and_si256(high, _mm256_set1_epi32(1)), _mm256_set1_epi32(0x7fff));
   const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, bias), 16);
   const __m256i quiet = _mm256_or_si256(high, _mm256_set1_epi32(0x40));
   const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));

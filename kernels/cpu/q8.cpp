@@ -105,8 +105,7 @@ BAGUA_AVX2 void quantize_avx2(E e, const typename E::T *x, uint32_t n, const Q8P
     const __m256i b = quantize8(load8(e, x + i + 8), vmin, vscale);
     const __m256i c = quantize8(load8(e, x + i + 16), vmin, vscale);
     const __m256i d = quantize8(load8(e, x + i + 24), vmin, vscale);
-    const __m256i bytes =
-        _mm256_packus_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
+    const __m256i bytes = _mm256_packus_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
     _mm256_storeu_si256(reinterpret_cast<__m256i *>(q + i),
                         _mm256_permutevar8x32_epi32(bytes, order));
   }
@@ -221,8 +220,8 @@ CodecStatus q8_encode(Isa isa, const void *src, DType t, size_t count, uint32_t 
   });
 }
 
-CodecStatus q8_decode(Isa isa, const void *in, size_t in_bytes, size_t count,
-                      uint32_t block_elems, void *dst, DType t) {
+CodecStatus q8_decode(Isa isa, const void *in, size_t in_bytes, size_t count, uint32_t block_elems,
+                      void *dst, DType t) {
   const CodecStatus s = check_q8_decode(in, in_bytes, count, block_elems, dst);
   if (s != CodecStatus::ok) return s;
   return with_dtype(t, [&](auto e) {

@@ -52,8 +52,7 @@ double lane_total(double *p) {
 }
 
 // Sets the sign bits of [begin, n) in a zeroed payload and updates the residual.
-void pack_scalar(const float *g, float *r, uint32_t begin, uint32_t n, float scale,
-                 uint8_t *bits) {
+void pack_scalar(const float *g, float *r, uint32_t begin, uint32_t n, float scale, uint8_t *bits) {
   for (uint32_t i = begin; i < n; ++i) {
     const float v = fed(g, r, i);
     const bool neg = sign_bit(v);

@@ -99,15 +99,14 @@ template <class Sink>
 CodecStatus decode(const void *in, size_t in_bytes, size_t count, uint32_t block_elems,
                    const void *dst, Sink sink, uint32_t *status, cudaStream_t stream) {
   if (!block_elems_valid(block_elems)) return CodecStatus::bad_argument;
-  const CodecStatus s = check_decode(in, in_bytes, q8_encoded_bytes(count, block_elems), count,
-                                     dst, status, stream);
+  const CodecStatus s =
+      check_decode(in, in_bytes, q8_encoded_bytes(count, block_elems), count, dst, status, stream);
   const size_t blocks = block_count(count, block_elems);
   if (s != CodecStatus::ok || blocks == 0) return s;
   const auto *bytes = static_cast<const uint8_t *>(in);
   validate_kernel<<<grid_for(blocks, kThreads), kThreads, 0, stream>>>(bytes, count, block_elems,
                                                                        blocks, status);
-  decode_kernel<<<unsigned(blocks), kThreads, 0, stream>>>(bytes, count, block_elems, sink,
-                                                           status);
+  decode_kernel<<<unsigned(blocks), kThreads, 0, stream>>>(bytes, count, block_elems, sink, status);
   return launch_status();
 }
 

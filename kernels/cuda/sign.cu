@@ -88,10 +88,10 @@ CodecStatus decode(const void *in, size_t in_bytes, size_t count, uint32_t block
   const size_t blocks = block_count(count, block_elems);
   if (s != CodecStatus::ok || blocks == 0) return s;
   const auto *bytes = static_cast<const uint8_t *>(in);
-  validate_kernel<<<grid_for(blocks, kThreads), kThreads, 0, stream>>>(bytes, blocks,
-                                                                       block_elems, status);
-  decode_kernel<<<grid_for(count, kThreads), kThreads, 0, stream>>>(bytes, count, block_elems,
-                                                                    sink, status);
+  validate_kernel<<<grid_for(blocks, kThreads), kThreads, 0, stream>>>(bytes, blocks, block_elems,
+                                                                       status);
+  decode_kernel<<<grid_for(count, kThreads), kThreads, 0, stream>>>(bytes, count, block_elems, sink,
+                                                                    status);
   return launch_status();
 }
 

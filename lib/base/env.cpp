@@ -13,7 +13,8 @@ constexpr EnvVar kVars[] = {
      "communicator) or ucx (bagua's own UCP worker)."},
     {"BAGUA_TIMEOUT_MS", "120000",
      "How long any wait for a peer may last before the call fails with "
-     "BAGUA_ERR_TIMEOUT and the communicator is marked broken."},
+     "BAGUA_ERR_TIMEOUT and the communicator is marked broken.",
+     true},
     {"BAGUA_ALLREDUCE_ALGO", "auto",
      "Exact allreduce algorithm: auto (by BAGUA_RING_THRESHOLD), ring, or rd "
      "(recursive doubling)."},
@@ -22,9 +23,44 @@ constexpr EnvVar kVars[] = {
     {"BAGUA_SEGMENT_BYTES", "1048576",
      "Pipeline segment size in bytes for ring algorithms (4096 .. 1 GiB)."},
     // @env compressed
+    {"BAGUA_HIERARCHICAL", "0",
+     "Compressed allreduce (q8, fp16, sign): 1 = exact reduce to a leader per node, "
+     "compressed allreduce among the leaders, broadcast inside the node; 0 = flat."},
+    {"BAGUA_NODE_SIZE", "0",
+     "Nodes of hierarchical mode: 0 = ranks that share memory (MPI_COMM_TYPE_SHARED); "
+     "k > 0 = groups of k consecutive ranks (models several nodes on one machine)."},
+    {"BAGUA_CODEC_BLOCK", "2048",
+     "Elements per q8 / sign block (power of two, 64 .. 1048576): smaller blocks lower "
+     "the error, larger ones the header overhead."},
     // @env partial
+    {"BAGUA_PARTIAL_GROUP_SIZE", "0",
+     "Partial reduce: group size P used when a call passes group_size 0; 0 means half "
+     "the ranks, rounded up."},
+    {"BAGUA_PARTIAL_MIN_GROUP_SIZE", "2",
+     "Partial reduce: a group closed by the deadline below this size doubles the deadline; "
+     "any other group multiplies it by 0.9."},
+    {"BAGUA_PARTIAL_DEADLINE_MS", "10",
+     "Partial reduce: initial time after a group's first arrival at which it closes with "
+     "fewer than P members (adapted within the bounds below)."},
+    {"BAGUA_PARTIAL_DEADLINE_MIN_MS", "1", "Partial reduce: lower bound of the adaptive deadline."},
+    {"BAGUA_PARTIAL_DEADLINE_MAX_MS", "1000",
+     "Partial reduce: upper bound of the adaptive deadline."},
+    {"BAGUA_PARTIAL_TAU", "16",
+     "Partial reduce: connectivity window; within every tau groups all ranks become "
+     "connected (a bridging group waits for the missing components)."},
+    {"BAGUA_PARTIAL_WEIGHTS", "uniform",
+     "Partial reduce: averaging weights, uniform (1/size) or staleness "
+     "(proportional to 1/(1 + max iteration - own iteration))."},
+    {"BAGUA_PARTIAL_CONTROLLER", "0", "Partial reduce: rank that runs the group controller thread."},
     // @env decentralized
     // @env buckets
+    {"BAGUA_BUCKET_BYTES", "10485760",
+     "Bucketed communicator: default byte cap of a bucket (bagua_bucket_config_init); "
+     "10 MiB as BAGUA."},
+    {"BAGUA_TIMELINE", "",
+     "Bucketed communicator: if set, each rank writes a Chrome-tracing JSON of every "
+     "bucket's ready/start/encode/decode/end to this name with .rank<R> before .json.",
+     true},
 };
 
 const char *lookup(const char *name) {
@@ -38,6 +74,17 @@ const char *lookup(const char *name) {
 }  // namespace
 
 std::span<const EnvVar> env_vars() { return kVars; }
+
+uint64_t env_fingerprint() {
+  // FNV-1a over "name=value;" of every setting that must agree.
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (const EnvVar &v : kVars) {
+    if (v.per_rank) continue;
+    const std::string item = std::string(v.name) + "=" + lookup(v.name) + ";";
+    for (unsigned char ch : item) hash = (hash ^ ch) * 0x100000001b3ull;
+  }
+  return hash;
+}
 
 std::string env_string(const char *name) { return lookup(name); }
 

@@ -15,6 +15,9 @@ struct EnvVar {
   const char *name;
   const char *default_value;
   const char *description;
+  // Settings that shape messages must be equal on every rank; those that
+  // only affect this rank (a timeout, an output file) may differ.
+  bool per_rank = false;
 };
 
 // All variables, in documentation order.
@@ -22,6 +25,10 @@ std::span<const EnvVar> env_vars();
 
 // The value of `name` (which must be in env_vars()), or its default.
 std::string env_string(const char *name);
+
+// A hash of every setting that must agree across ranks, as this process sees
+// them (defaults included).
+uint64_t env_fingerprint();
 
 // Parses `name` as an integer in [lo, hi]; a malformed or out-of-range value
 // is an error naming the variable.

@@ -1,7 +1,9 @@
 #include "comm.hpp"
 
+#include "../base/env.hpp"
 #include "../transport/mpi_transport.hpp"
 #include "../transport/ucx_transport.hpp"
+#include "hierarchy.hpp"
 #include "runtime.hpp"
 
 namespace bagua {
@@ -12,6 +14,24 @@ Status create_transport(TransportKind kind, MPI_Comm dup, std::unique_ptr<Transp
                                     : mpi_transport_create(dup, out);
 }
 
+
+// Collective: every rank learns whether all ranks loaded valid settings, and
+// whether the settings that shape messages are equal everywhere (otherwise
+// ranks would cut messages differently and fail mid-call).
+Status agree_on_options(MPI_Comm user_comm, Status loaded) {
+  const auto fingerprint = static_cast<long long>(env_fingerprint() >> 1);
+  long long local[3] = {loaded != BAGUA_SUCCESS, fingerprint, -fingerprint}, global[3];
+  MPI_Allreduce(local, global, 3, MPI_LONG_LONG, MPI_MAX, user_comm);
+  if (loaded != BAGUA_SUCCESS) return loaded;
+  if (global[0] != 0)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "another rank has an invalid BAGUA_* setting (see its bagua_last_error)");
+  if (global[1] != -global[2])
+    return fail(BAGUA_ERR_MISMATCH,
+                "BAGUA_* settings differ across ranks; set them identically everywhere "
+                "(e.g. mpirun -x), bagua-info --env shows them");
+  return BAGUA_SUCCESS;
+}
 
 }  // namespace
 
@@ -47,7 +67,7 @@ Status Communicator::get(MPI_Comm user_comm, Communicator **out) {
     return BAGUA_SUCCESS;
   }
   Options options;
-  BAGUA_TRY(options_load(&options));
+  BAGUA_TRY(agree_on_options(user_comm, options_load(&options)));
   MPI_Comm dup;
   if (MPI_Comm_dup(user_comm, &dup) != MPI_SUCCESS)
     return fail(BAGUA_ERR_TRANSPORT, "MPI_Comm_dup failed");
@@ -76,6 +96,12 @@ AlgoContext Communicator::next_call(Channel channel) {
   uint32_t &seq = sequence_[static_cast<size_t>(channel)];
   return AlgoContext{*transport_, TagSpace::make(channel, seq++),
                      Deadline::after_ms(options_.timeout_ms), scratch_, options_.segment_bytes};
+}
+
+Status Communicator::hierarchy(Hierarchy **out) {
+  if (!hierarchy_) BAGUA_TRY(Hierarchy::create(dup_, options_.compressed.node_size, &hierarchy_));
+  *out = hierarchy_.get();
+  return BAGUA_SUCCESS;
 }
 
 Status Communicator::finish_call(Status s) {

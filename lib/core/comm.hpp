@@ -16,6 +16,8 @@
 
 namespace bagua {
 
+class Hierarchy;
+
 class Communicator {
  public:
   // The state of `user_comm`, created (collectively) on first use.
@@ -42,6 +44,10 @@ class Communicator {
   // messages in flight, so later calls are refused.
   Status finish_call(Status s);
 
+  // Node and node-leader sub-communicators of hierarchical mode, created
+  // (collectively) on the first call that needs them.
+  Status hierarchy(Hierarchy **out);
+
  private:
   Communicator(MPI_Comm dup, Options options, std::unique_ptr<Transport> transport);
 
@@ -51,6 +57,7 @@ class Communicator {
   std::array<uint32_t, 16> sequence_{};
   std::vector<unsigned char> scratch_;
   Status broken_ = BAGUA_SUCCESS;
+  std::unique_ptr<Hierarchy> hierarchy_;
 };
 
 // MPI must be initialised and not finalised.

@@ -3,6 +3,50 @@
 #include "../base/env.hpp"
 
 namespace bagua {
+namespace {
+
+Status int_option(const char *name, int64_t lo, int64_t hi, int *out) {
+  int64_t value = 0;
+  BAGUA_TRY(env_int(name, lo, hi, &value));
+  *out = static_cast<int>(value);
+  return BAGUA_SUCCESS;
+}
+
+Status load_partial(PartialOptions *p) {
+  constexpr int64_t kMaxRanks = 1 << 24, kMaxMs = int64_t{1} << 40;
+  BAGUA_TRY(int_option("BAGUA_PARTIAL_GROUP_SIZE", 0, kMaxRanks, &p->group_size));
+  BAGUA_TRY(int_option("BAGUA_PARTIAL_MIN_GROUP_SIZE", 1, kMaxRanks, &p->min_group_size));
+  BAGUA_TRY(env_int("BAGUA_PARTIAL_DEADLINE_MS", 1, kMaxMs, &p->deadline_ms));
+  BAGUA_TRY(env_int("BAGUA_PARTIAL_DEADLINE_MIN_MS", 1, kMaxMs, &p->deadline_min_ms));
+  BAGUA_TRY(env_int("BAGUA_PARTIAL_DEADLINE_MAX_MS", 1, kMaxMs, &p->deadline_max_ms));
+  if (p->deadline_min_ms > p->deadline_ms || p->deadline_ms > p->deadline_max_ms)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "BAGUA_PARTIAL_DEADLINE_MIN_MS <= BAGUA_PARTIAL_DEADLINE_MS <= "
+                "BAGUA_PARTIAL_DEADLINE_MAX_MS does not hold (%lld, %lld, %lld)",
+                static_cast<long long>(p->deadline_min_ms), static_cast<long long>(p->deadline_ms),
+                static_cast<long long>(p->deadline_max_ms));
+  BAGUA_TRY(int_option("BAGUA_PARTIAL_TAU", 1, 1 << 30, &p->tau));
+  BAGUA_TRY(int_option("BAGUA_PARTIAL_CONTROLLER", 0, kMaxRanks, &p->controller_rank));
+  static constexpr const char *kWeights[] = {"uniform", "staleness"};
+  int choice = 0;
+  BAGUA_TRY(env_choice("BAGUA_PARTIAL_WEIGHTS", kWeights, &choice));
+  p->weights = static_cast<PartialWeights>(choice);
+  return BAGUA_SUCCESS;
+}
+
+Status load_compressed(CompressedOptions *c) {
+  int hierarchical = 0;
+  BAGUA_TRY(int_option("BAGUA_HIERARCHICAL", 0, 1, &hierarchical));
+  c->hierarchical = hierarchical != 0;
+  BAGUA_TRY(int_option("BAGUA_NODE_SIZE", 0, 1 << 24, &c->node_size));
+  BAGUA_TRY(int_option("BAGUA_CODEC_BLOCK", 64, 1 << 20, &c->codec_block));
+  if ((c->codec_block & (c->codec_block - 1)) != 0)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "BAGUA_CODEC_BLOCK='%d' is not a power of two",
+                c->codec_block);
+  return BAGUA_SUCCESS;
+}
+
+}  // namespace
 
 Status options_load(Options *out) {
   Options o;
@@ -19,6 +63,8 @@ Status options_load(Options *out) {
   o.ring_threshold_bytes = static_cast<size_t>(value);
   BAGUA_TRY(env_int("BAGUA_SEGMENT_BYTES", 4096, int64_t{1} << 30, &value));
   o.segment_bytes = static_cast<size_t>(value);
+  BAGUA_TRY(load_partial(&o.partial));
+  BAGUA_TRY(load_compressed(&o.compressed));
   *out = o;
   return BAGUA_SUCCESS;
 }

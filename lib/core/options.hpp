@@ -12,7 +12,29 @@ namespace bagua {
 enum class TransportKind { mpi, ucx };
 enum class AllreduceAlgo { automatic, ring, recursive_doubling };
 
+// Partial reduce (bagua_partial_reduce); see doc/partial.md.
+enum class PartialWeights { uniform, staleness };
+struct PartialOptions {
+  int group_size = 0;  // 0: half the ranks, rounded up
+  int min_group_size = 2;
+  int64_t deadline_ms = 10;
+  int64_t deadline_min_ms = 1;
+  int64_t deadline_max_ms = 1000;
+  int tau = 16;
+  PartialWeights weights = PartialWeights::uniform;
+  int controller_rank = 0;
+};
+
+// Compressed allreduce (bagua_allreduce_q8/fp16/sign); see doc/compressed.md.
+struct CompressedOptions {
+  bool hierarchical = false;
+  int node_size = 0;  // 0: ranks sharing memory form a node
+  int codec_block = 2048;
+};
+
 struct Options {
+  CompressedOptions compressed;
+  PartialOptions partial;
   TransportKind transport = TransportKind::mpi;
   int64_t timeout_ms = 120000;
   AllreduceAlgo allreduce_algo = AllreduceAlgo::automatic;

@@ -110,7 +110,9 @@ Status mpi_transport_create(MPI_Comm comm, std::unique_ptr<Transport> *out) {
   int *tag_ub = nullptr;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  MPI_Comm_get_attr(comm, MPI_TAG_UB, &tag_ub, &flag);
+  // Predefined attributes live on MPI_COMM_WORLD: communicators made by
+  // MPI_Comm_split (unlike MPI_Comm_dup) do not carry them.
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
   if (!flag || *tag_ub < static_cast<int>(kTagLimit - 1))
     return fail(BAGUA_ERR_TRANSPORT, "MPI_TAG_UB is %d; bagua needs 2^31-1 (use Open MPI)",
                 flag ? *tag_ub : -1);

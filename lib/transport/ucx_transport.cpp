@@ -27,19 +27,11 @@ ucp_tag_t ucp_tag(int sender, Tag tag) {
   return (static_cast<ucp_tag_t>(static_cast<uint32_t>(sender)) << 32) | tag;
 }
 
-// What Request::handle holds: the UCP request while the operation is in
-// flight, or nullptr when it completed as it was posted. For a receive that
-// completed at once, `received` is its length, or kTruncated when the message
-// was larger than the buffer.
-struct Handle {
-  void *request;
-  int64_t received;
-};
-constexpr int64_t kTruncated = -1;
-
-Handle &ucx_handle(Request *req) {
-  static_assert(sizeof(Handle) <= sizeof(req->handle));
-  return *reinterpret_cast<Handle *>(req->handle);
+// Request::handle holds the UCP request of an operation in flight, or
+// nullptr for a send that completed as it was posted.
+void *&ucx_request(Request *req) {
+  static_assert(sizeof(void *) <= sizeof(req->handle));
+  return *reinterpret_cast<void **>(req->handle);
 }
 
 Status ucx_error(ucs_status_t status, const char *what) {
@@ -51,13 +43,24 @@ Status ucx_error(ucs_status_t status, const char *what, const Request &req) {
               ucs_status_string(status));
 }
 
-Status mismatch(const Request &req, int64_t received) {
-  char got[32] = "a larger message";
-  if (received != kTruncated) std::snprintf(got, sizeof got, "%lld bytes", static_cast<long long>(received));
+// `got` describes what arrived: "a larger message" or "<n> bytes".
+Status mismatch(const Request &req, const char *got) {
   return fail(BAGUA_ERR_MISMATCH,
               "expected %zu bytes from rank %d (tag 0x%x) but it sent %s: do all ranks pass the "
               "same count and datatype?",
               req.bytes, req.peer, req.tag, got);
+}
+
+// The outcome of a completed request; a receive reports its length.
+Status outcome(const Request &req, ucs_status_t status, size_t received) {
+  if (status == UCS_ERR_MESSAGE_TRUNCATED) return mismatch(req, "a larger message");
+  if (status != UCS_OK) return ucx_error(status, req.is_recv ? "receive" : "send", req);
+  if (received != req.bytes) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%zu bytes", received);
+    return mismatch(req, got);
+  }
+  return BAGUA_SUCCESS;
 }
 
 // Creation is collective: every rank learns whether all ranks got this far,
@@ -76,8 +79,10 @@ class UcxTransport final : public Transport {
   UcxTransport(int rank, int size) : Transport(rank, size) {}
 
   ~UcxTransport() override {
-    close_endpoints();
-    if (worker_ != nullptr) ucp_worker_destroy(worker_);
+    if (worker_ != nullptr) {
+      close_endpoints();
+      ucp_worker_destroy(worker_);
+    }
     if (context_ != nullptr) ucp_cleanup(context_);
   }
 
@@ -97,59 +102,44 @@ class UcxTransport final : public Transport {
     const ucp_request_param_t param{};
     const ucs_status_ptr_t r =
         ucp_tag_send_nbx(endpoints_[peer], buf, bytes, ucp_tag(rank(), tag), &param);
-    if (UCS_PTR_IS_ERR(r)) return ucx_error(UCS_PTR_STATUS(r), "tag_send", *req);
-    ucx_handle(req) = Handle{r, static_cast<int64_t>(bytes)};
-    req->active = true;
-    return BAGUA_SUCCESS;
+    return posted(r, "tag_send", req);
   }
 
   Status irecv(void *buf, size_t bytes, int peer, Tag tag, Request *req) override {
     BAGUA_TRY(prepare(bytes, peer, tag, true, req));
-    // With recv_info set, a message already waiting completes the receive at
-    // once and its length lands in `info`.
-    ucp_tag_recv_info_t info{};
+    // Always take a request: a receive that completes at once would not
+    // report the length of its message (UCX 1.13 leaves recv_info unset).
     ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO;
-    param.recv_info.tag_info = &info;
+    param.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
     const ucs_status_ptr_t r =
         ucp_tag_recv_nbx(worker_, buf, bytes, ucp_tag(peer, tag), kFullMask, &param);
-    Handle h{r, static_cast<int64_t>(info.length)};
-    if (UCS_PTR_IS_ERR(r)) {
-      if (UCS_PTR_STATUS(r) != UCS_ERR_MESSAGE_TRUNCATED)
-        return ucx_error(UCS_PTR_STATUS(r), "tag_recv", *req);
-      h = Handle{nullptr, kTruncated};
-    }
-    ucx_handle(req) = h;
-    req->active = true;
-    return BAGUA_SUCCESS;
+    return posted(r, "tag_recv", req);
   }
 
   Status test(Request *req, bool *done) override {
     ucp_worker_progress(worker_);
-    Handle &h = ucx_handle(req);
+    void *&request = ucx_request(req);
     ucs_status_t status = UCS_OK;
-    if (h.request != nullptr) {
+    size_t received = req->bytes;
+    if (request != nullptr) {
       ucp_tag_recv_info_t info{};
-      status = req->is_recv ? ucp_tag_recv_request_test(h.request, &info)
-                            : ucp_request_check_status(h.request);
+      status = req->is_recv ? ucp_tag_recv_request_test(request, &info)
+                            : ucp_request_check_status(request);
       *done = status != UCS_INPROGRESS;
       if (!*done) return BAGUA_SUCCESS;
-      ucp_request_free(h.request);
-      h = Handle{nullptr, req->is_recv ? static_cast<int64_t>(info.length) : h.received};
+      if (req->is_recv) received = info.length;
+      ucp_request_free(request);
+      request = nullptr;
     }
     *done = true;
     req->active = false;
-    if (status == UCS_ERR_MESSAGE_TRUNCATED) h.received = kTruncated;
-    else if (status != UCS_OK) return ucx_error(status, req->is_recv ? "receive" : "send", *req);
-    if (req->is_recv && h.received != static_cast<int64_t>(req->bytes))
-      return mismatch(*req, h.received);
-    return BAGUA_SUCCESS;
+    return outcome(*req, status, received);
   }
 
   void abandon(Request *req) override {
     if (!req->active) return;
     req->active = false;
-    void *request = ucx_handle(req).request;
+    void *request = ucx_request(req);
     if (request == nullptr) return;
     if (req->is_recv) {
       // A receive that already matched a rendezvous message cannot be
@@ -170,6 +160,13 @@ class UcxTransport final : public Transport {
     req->peer = peer;
     req->tag = tag;
     req->is_recv = is_recv;
+    return BAGUA_SUCCESS;
+  }
+
+  static Status posted(ucs_status_ptr_t r, const char *what, Request *req) {
+    if (UCS_PTR_IS_ERR(r)) return ucx_error(UCS_PTR_STATUS(r), what, *req);
+    ucx_request(req) = r;
+    req->active = true;
     return BAGUA_SUCCESS;
   }
 
@@ -204,14 +201,15 @@ class UcxTransport final : public Transport {
     ucp_address_t *address = nullptr;
     size_t length = 0;
     const ucs_status_t status = ucp_worker_get_address(worker_, &address, &length);
-    Status s = status == UCS_OK ? BAGUA_SUCCESS : ucx_error(status, "worker_get_address");
-    BAGUA_TRY(agree(comm, s));
+    BAGUA_TRY(
+        agree(comm, status == UCS_OK ? BAGUA_SUCCESS : ucx_error(status, "worker_get_address")));
     const int my_length = static_cast<int>(length);
     std::vector<int> lengths(static_cast<size_t>(size()));
     offsets->assign(lengths.size(), 0);
     int rc = MPI_Allgather(&my_length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm);
     if (rc == MPI_SUCCESS) {
-      for (size_t p = 1; p < lengths.size(); ++p) (*offsets)[p] = (*offsets)[p - 1] + lengths[p - 1];
+      for (size_t p = 1; p < lengths.size(); ++p)
+        (*offsets)[p] = (*offsets)[p - 1] + lengths[p - 1];
       all->resize(static_cast<size_t>(offsets->back() + lengths.back()));
       rc = MPI_Allgatherv(address, my_length, MPI_BYTE, all->data(), lengths.data(),
                           offsets->data(), MPI_BYTE, comm);
@@ -237,38 +235,27 @@ class UcxTransport final : public Transport {
   }
 
   // Progresses the worker until every request completes or kDrainLimit
-  // passes; returns whether they all completed.
-  bool drain(std::span<void *const> requests) {
+  // passes.
+  void drain(std::span<void *const> requests) {
     const Clock::time_point give_up = Clock::now() + kDrainLimit;
     for (;;) {
       ucp_worker_progress(worker_);
       bool pending = false;
       for (void *r : requests) pending |= ucp_request_check_status(r) == UCS_INPROGRESS;
-      if (!pending) return true;
-      if (Clock::now() >= give_up) return false;
+      if (!pending || Clock::now() >= give_up) return;
       std::this_thread::yield();
     }
   }
 
-  // Flushes outstanding operations first so that closing can be graceful;
-  // if the worker does not flush in time, a peer is gone and endpoints are
-  // closed by force. Close requests still pending after the limit are
-  // released with the worker.
+  // Closes in flush mode: pending sends are delivered before the endpoints
+  // go. Peers that are gone or stuck would keep that from ever completing, so
+  // after kDrainLimit the remaining closes are abandoned and ucp_worker_destroy
+  // releases those endpoints without waiting for their peers.
   void close_endpoints() {
-    if (endpoints_.empty()) return;
-    const ucp_request_param_t no_param{};
-    const ucs_status_ptr_t flush = ucp_worker_flush_nbx(worker_, &no_param);
-    bool flushed = !UCS_PTR_IS_ERR(flush);
-    if (UCS_PTR_IS_PTR(flush)) {
-      flushed = drain({&flush, 1});
-      ucp_request_free(flush);
-    }
-    ucp_request_param_t close_param{};
-    close_param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    close_param.flags = flushed ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
     std::vector<void *> closing;
+    const ucp_request_param_t param{};  // no UCP_EP_CLOSE_FLAG_FORCE: flush mode
     for (ucp_ep_h ep : endpoints_) {
-      const ucs_status_ptr_t r = ucp_ep_close_nbx(ep, &close_param);
+      const ucs_status_ptr_t r = ucp_ep_close_nbx(ep, &param);
       if (UCS_PTR_IS_PTR(r)) closing.push_back(r);
     }
     endpoints_.clear();

@@ -55,7 +55,8 @@ TEST_CASE("cast rounds to nearest and undoes the prescale", "[cast]") {
 TEST_CASE("cast prescale keeps sums of ranks inside float16", "[cast]") {
   const std::vector<float> x(64, 60000.0f * 4);  // sum of 4 ranks near fp16 max
   for (Isa isa : isas()) {
-    const auto plain = decode(isa, encode(isa, x.data(), DType::f32, 64, CastFormat::fp16, 1.0f), 64);
+    const auto plain =
+        decode(isa, encode(isa, x.data(), DType::f32, 64, CastFormat::fp16, 1.0f), 64);
     REQUIRE(std::isinf(plain[0]));
     const auto y = decode(isa, encode(isa, x.data(), DType::f32, 64, CastFormat::fp16, 0.25f), 64);
     REQUIRE(y[0] == 240000.0f);
@@ -106,9 +107,9 @@ TEST_CASE("cast rejects bad arguments and corrupt headers", "[cast]") {
     return bad;
   };
   const std::vector<Bytes> bad = {
-      corrupt([](auto &h) { h.tag = 0; }),         corrupt([](auto &h) { h.format = 0; }),
-      corrupt([](auto &h) { h.reserved = 2; }),    corrupt([](auto &h) { h.prescale = 0; }),
-      corrupt([](auto &h) { h.prescale = NAN; }),  corrupt([](auto &h) { h.prescale = -2; }),
+      corrupt([](auto &h) { h.tag = 0; }),        corrupt([](auto &h) { h.format = 0; }),
+      corrupt([](auto &h) { h.reserved = 2; }),   corrupt([](auto &h) { h.prescale = 0; }),
+      corrupt([](auto &h) { h.prescale = NAN; }), corrupt([](auto &h) { h.prescale = -2; }),
       corrupt([](auto &h) { h.count = 41; }),
   };
   for (Isa isa : isas()) {

@@ -1,9 +1,9 @@
 // CUDA codecs against the CPU reference, bit for bit. Exits 77 (meson: SKIP)
 // with "no GPU: skipped" when no CUDA device is usable.
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
 #include <cuda_runtime_api.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 
 #include "codec_cuda.h"
@@ -159,8 +159,8 @@ TEST_CASE("sign on the GPU matches the CPU reference", "[cuda][sign]") {
   REQUIRE(dst.host<uint16_t>() == want);
   auto acc = normal(n, 37);
   DeviceBuffer dacc(acc);
-  REQUIRE(cpu::sign_decode_accumulate(Isa::scalar, ref.data(), ref.size(), n, block,
-                                      acc.data()) == CodecStatus::ok);
+  REQUIRE(cpu::sign_decode_accumulate(Isa::scalar, ref.data(), ref.size(), n, block, acc.data()) ==
+          CodecStatus::ok);
   REQUIRE(gpu::sign_decode_accumulate(enc.get(), ref.size(), n, block, dacc.get<float>(),
                                       status.get<uint32_t>(), nullptr) == CodecStatus::ok);
   REQUIRE(as_bytes(dacc.host<float>()) == as_bytes(acc));

@@ -92,8 +92,8 @@ TEST_CASE("sign non-finite blocks decode to NaN and keep their residual", "[sign
     const Bytes enc = encode(isa, g, residual.data(), block);
     const auto y = decode(isa, enc, g.size(), block);
     std::vector<float> acc(g.size(), 1.0f);
-    REQUIRE(cpu::sign_decode_accumulate(isa, enc.data(), enc.size(), g.size(), block,
-                                        acc.data()) == CodecStatus::ok);
+    REQUIRE(cpu::sign_decode_accumulate(isa, enc.data(), enc.size(), g.size(), block, acc.data()) ==
+            CodecStatus::ok);
     for (size_t i = 0; i < g.size(); ++i) {
       const bool bad = i / block == 1 || i / block == 3;
       REQUIRE(std::isnan(y[i]) == bad);
@@ -137,8 +137,8 @@ TEST_CASE("sign decoders reject corrupt headers and wrong lengths", "[sign]") {
     std::vector<float> y(g.size());
     REQUIRE(cpu::sign_decode(isa, good.data(), good.size() - 1, g.size(), block, y.data(),
                              DType::f32) == CodecStatus::truncated);
-    REQUIRE(cpu::sign_decode(isa, good.data(), good.size(), g.size(), 100, y.data(),
-                             DType::f32) == CodecStatus::bad_argument);
+    REQUIRE(cpu::sign_decode(isa, good.data(), good.size(), g.size(), 100, y.data(), DType::f32) ==
+            CodecStatus::bad_argument);
   }
 }
 
@@ -168,7 +168,7 @@ TEST_CASE("sign AVX2 path is bit-identical to the scalar reference", "[sign][sim
   auto acc_a = normal(n, 7), acc_b = acc_a;
   REQUIRE(cpu::sign_decode_accumulate(Isa::scalar, ref.data(), ref.size(), n, block,
                                       acc_a.data()) == CodecStatus::ok);
-  REQUIRE(cpu::sign_decode_accumulate(Isa::avx2, ref.data(), ref.size(), n, block,
-                                      acc_b.data()) == CodecStatus::ok);
+  REQUIRE(cpu::sign_decode_accumulate(Isa::avx2, ref.data(), ref.size(), n, block, acc_b.data()) ==
+          CodecStatus::ok);
   REQUIRE(same_bits(acc_a, acc_b));
 }

@@ -55,6 +55,30 @@ TEST_CASE("a bad environment value is a clear error", "[errors]") {
   MPI_Comm_free(&comm);
 }
 
+TEST_CASE("one rank's bad setting fails the first call on every rank", "[errors]") {
+  if (test::world_rank() == 0) setenv("BAGUA_SEGMENT_BYTES", "12", 1);
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  float x = 1;
+  const int rc = bagua_allreduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, comm);
+  expect_error(rc, BAGUA_ERR_INVALID_ARGUMENT,
+               test::world_rank() == 0 ? "BAGUA_SEGMENT_BYTES" : "another rank");
+  unsetenv("BAGUA_SEGMENT_BYTES");
+  MPI_Comm_free(&comm);
+}
+
+TEST_CASE("settings that differ across ranks are refused on every rank", "[errors]") {
+  if (test::world_size() < 2) return;
+  if (test::world_rank() == 1) setenv("BAGUA_SEGMENT_BYTES", "8192", 1);
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  float x = 1;
+  expect_error(bagua_allreduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, comm), BAGUA_ERR_MISMATCH,
+               "differ across ranks");
+  unsetenv("BAGUA_SEGMENT_BYTES");
+  MPI_Comm_free(&comm);
+}
+
 TEST_CASE("mismatched counts fail on every rank, then the communicator is broken",
           "[errors]") {
   if (test::world_size() < 2) return;

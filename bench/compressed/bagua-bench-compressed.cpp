@@ -1,0 +1,226 @@
+// Compressed allreduce benchmark: in one run, MPI_Allreduce (Open MPI's
+// default algorithm and its ring), bagua_allreduce (exact), and the
+// compressed bagua_allreduce_q8, bagua_allreduce_fp16 and bagua_allreduce_sign,
+// on float32 buffers. Columns follow nccl-tests; the last column is the speed
+// relative to the best MPI_Allreduce of the same run (> 1: faster).
+//
+// usage: mpirun -np N bagua-bench-compressed [-s MiB,MiB,...] [-i ITERS] [-w WARMUP]
+//                                            [-a mpi,ring,bagua,q8,fp16,sign]
+// Open MPI's ring is selected for one duplicated communicator through the
+// MPI_T control variable coll_tuned_allreduce_algorithm (4 = ring), which
+// needs coll_tuned_use_dynamic_rules=1: this program sets that in its
+// environment before MPI_Init.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bagua.h"
+
+namespace {
+
+struct Config {
+  std::vector<double> sizes_mib{1, 16, 64};
+  int iters = 5;
+  int warmup = 1;
+  std::vector<std::string> algos{"mpi", "ring", "bagua", "q8", "fp16", "sign"};
+};
+
+std::vector<std::string> split(const std::string &s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+  return out;
+}
+
+bool parse(int argc, char **argv, Config *c) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "-s") {
+      c->sizes_mib.clear();
+      for (const std::string &v : split(value)) c->sizes_mib.push_back(std::atof(v.c_str()));
+    } else if (flag == "-i") {
+      c->iters = std::atoi(value.c_str());
+    } else if (flag == "-w") {
+      c->warmup = std::atoi(value.c_str());
+    } else if (flag == "-a") {
+      c->algos = split(value);
+    } else {
+      return false;
+    }
+  }
+  return (argc % 2) == 1 && c->iters > 0 && c->warmup >= 0;
+}
+
+// Open MPI's ring allreduce on a fresh duplicate of MPI_COMM_WORLD.
+MPI_Comm ring_comm() {
+  int provided = 0, index = 0, n = 0;
+  MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+  MPI_T_cvar_handle handle;
+  if (MPI_T_cvar_get_index("coll_tuned_allreduce_algorithm", &index) != MPI_SUCCESS ||
+      MPI_T_cvar_handle_alloc(index, nullptr, &handle, &n) != MPI_SUCCESS)
+    return MPI_COMM_NULL;
+  int ring = 4, none = 0;
+  MPI_T_cvar_write(handle, &ring);
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_T_cvar_write(handle, &none);
+  MPI_T_cvar_handle_free(&handle);
+  MPI_T_finalize();
+  return comm;
+}
+
+struct Row {
+  std::string algo;
+  double seconds;
+  std::string error;
+};
+
+// Integers 1..13: exact in float32 sums, so exact algorithms must match.
+float input(int rank, size_t i) { return float((rank * 7 + i) % 13 + 1); }
+
+class Bench {
+ public:
+  Bench(size_t count, MPI_Comm mpi_default, MPI_Comm mpi_ring)
+      : count_(count), send_(count), recv_(count), mpi_(mpi_default), ring_(mpi_ring) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &n_);
+    for (size_t i = 0; i < count; ++i) send_[i] = input(rank_, i);
+    bagua_sign_state_create(int(count), MPI_COMM_WORLD, &sign_);
+  }
+  ~Bench() { bagua_sign_state_free(&sign_); }
+
+  int call(const std::string &algo) {
+    const void *s = send_.data();
+    void *r = recv_.data();
+    const int c = int(count_);
+    if (algo == "mpi") return MPI_Allreduce(s, r, c, MPI_FLOAT, MPI_SUM, mpi_);
+    if (algo == "ring") return MPI_Allreduce(s, r, c, MPI_FLOAT, MPI_SUM, ring_);
+    if (algo == "bagua") return bagua_allreduce(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    if (algo == "q8") return bagua_allreduce_q8(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    if (algo == "fp16") return bagua_allreduce_fp16(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    if (algo == "sign")
+      return bagua_allreduce_sign(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, sign_);
+    return -1;
+  }
+
+  // Mean time per call of the slowest rank, after `warmup` untimed calls.
+  Row measure(const std::string &algo, int iters, int warmup) {
+    for (int i = 0; i < warmup; ++i) check(algo, call(algo));
+    double total = 0;
+    for (int i = 0; i < iters; ++i) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      const double t0 = MPI_Wtime();
+      check(algo, call(algo));
+      double dt = MPI_Wtime() - t0;
+      MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      total += dt;
+    }
+    return {algo, total / iters, error(algo)};
+  }
+
+ private:
+  void check(const std::string &algo, int rc) {
+    if (rc == 0) return;
+    std::fprintf(stderr, "%s failed: %s\n", algo.c_str(), bagua_last_error());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+
+  // Exact algorithms: number of wrong elements; compressed ones: the
+  // largest error relative to the largest exact value (max over ranks).
+  std::string error(const std::string &algo) {
+    const bool exact = algo == "mpi" || algo == "ring" || algo == "bagua";
+    double wrong = 0, worst = 0, scale = 0;
+    for (size_t i = 0; i < count_; ++i) {
+      double want = 0;
+      for (int r = 0; r < n_; ++r) want += input(r, i);
+      const double err = std::fabs(double(recv_[i]) - want);
+      wrong += err != 0;
+      worst = std::max(worst, err);
+      scale = std::max(scale, want);
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    char text[64];
+    if (exact)
+      std::snprintf(text, sizeof text, "%.0f wrong", wrong);
+    else
+      std::snprintf(text, sizeof text, "max %.1e", scale > 0 ? worst / scale : worst);
+    return text;
+  }
+
+  size_t count_;
+  std::vector<float> send_, recv_;
+  MPI_Comm mpi_, ring_;
+  int rank_ = 0, n_ = 1;
+  bagua_sign_state_t sign_ = nullptr;
+};
+
+void print_size(size_t count, int n, const std::vector<Row> &rows) {
+  double best_mpi = 0;
+  for (const Row &r : rows)
+    if (r.algo == "mpi" || r.algo == "ring")
+      best_mpi = best_mpi == 0 ? r.seconds : std::min(best_mpi, r.seconds);
+  const double bytes = double(count) * sizeof(float);
+  for (const Row &r : rows) {
+    const double algbw = bytes / r.seconds / 1e9, busbw = algbw * 2.0 * (n - 1) / n;
+    char ratio[32] = "-";
+    if (best_mpi > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", best_mpi / r.seconds);
+    std::printf("%12.0f %11zu %6s %9s %12.0f %8.3f %8.3f %13s %11s\n", bytes, count, "float",
+                r.algo.c_str(), r.seconds * 1e6, algbw, busbw, r.error.c_str(), ratio);
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  setenv("OMPI_MCA_coll_tuned_use_dynamic_rules", "1", 0);
+  MPI_Init(&argc, &argv);
+  int rank = 0, n = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  Config config;
+  if (!parse(argc, argv, &config)) {
+    if (rank == 0)
+      std::fprintf(stderr,
+                   "usage: bagua-bench-compressed [-s MiB,...] [-i ITERS] [-w WARMUP] "
+                   "[-a mpi,ring,bagua,q8,fp16,sign]\n");
+    MPI_Finalize();
+    return 2;
+  }
+  MPI_Comm mpi_default;
+  MPI_Comm_dup(MPI_COMM_WORLD, &mpi_default);
+  MPI_Comm mpi_ring = ring_comm();
+  if (mpi_ring == MPI_COMM_NULL) {
+    if (rank == 0) std::fprintf(stderr, "Open MPI's coll_tuned ring is unavailable: skipping it\n");
+    config.algos.erase(std::remove(config.algos.begin(), config.algos.end(), "ring"),
+                       config.algos.end());
+  }
+  if (rank == 0) {
+    std::printf(
+        "# bagua-bench-compressed: %d ranks, %d iterations (+%d warm-up), "
+        "ratio = best MPI_Allreduce time / time\n",
+        n, config.iters, config.warmup);
+    std::printf("# %10s %11s %6s %9s %12s %8s %8s %13s %11s\n", "size(B)", "count", "type",
+                "algorithm", "time(us)", "algbw", "busbw", "error", "vs best MPI");
+  }
+  for (double mib : config.sizes_mib) {
+    const auto count = size_t(mib * 1024 * 1024 / sizeof(float));
+    Bench bench(count, mpi_default, mpi_ring);
+    std::vector<Row> rows;
+    for (const std::string &algo : config.algos)
+      rows.push_back(bench.measure(algo, config.iters, config.warmup));
+    if (rank == 0) print_size(count, n, rows);
+  }
+  MPI_Comm_free(&mpi_default);
+  if (mpi_ring != MPI_COMM_NULL) MPI_Comm_free(&mpi_ring);
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Runs an MPI program on N emulated hosts: one network namespace per rank,
+# each attached to a bridge by a veth pair shaped with tbf to RATE in both
+# directions (doc/benchmarks.md, ../shared/recipes.md). Everything it creates
+# is deleted on exit, also on failure or Ctrl-C.
+#
+# usage: bench/netemu.sh [-n RANKS] [-r RATE] [-m "MPIRUN ARGS"] -- PROGRAM [ARGS...]
+#   -n RANKS  number of emulated hosts, one rank each (default 4)
+#   -r RATE   link rate in tc syntax: 100mbit, 1gbit, 10gbit (default 1gbit)
+#   -m ARGS   extra mpirun arguments (e.g. "--mca coll_tuned_use_dynamic_rules 1")
+# Needs root, network namespaces, veth, bridge and the tbf qdisc. Only one
+# emulated network runs at a time (a lock file serializes callers).
+set -euo pipefail
+
+RANKS=4
+RATE=1gbit
+MPIRUN_ARGS=""
+PREFIX=bg
+BRIDGE=br-bg
+SUBNET=10.77.0
+LOCK=/run/bagua-netemu.lock
+
+usage() {
+  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+  exit 2
+}
+
+die() {
+  echo "netemu: $*" >&2
+  exit 1
+}
+
+while getopts "n:r:m:h" opt; do
+  case $opt in
+    n) RANKS=$OPTARG ;;
+    r) RATE=$OPTARG ;;
+    m) MPIRUN_ARGS=$OPTARG ;;
+    *) usage ;;
+  esac
+done
+shift $((OPTIND - 1))
+[[ ${1:-} == "--" ]] && shift
+[[ $# -ge 1 ]] || usage
+[[ $RANKS =~ ^[0-9]+$ && $RANKS -ge 1 && $RANKS -le 200 ]] || die "-n must be 1..200, got '$RANKS'"
+
+# Refuse clearly when the machine cannot do it.
+[[ $(id -u) -eq 0 ]] || die "must run as root (it creates network namespaces and qdiscs)"
+for tool in ip tc mpirun flock; do
+  command -v "$tool" >/dev/null || die "'$tool' not found"
+done
+
+exec 9>"$LOCK"
+flock -w 600 9 || die "another emulated network is running (lock $LOCK)"
+
+teardown() {
+  for ((i = 0; i < RANKS; i++)); do
+    ip netns del "$PREFIX$i" 2>/dev/null || true
+    ip link del "hv$i" 2>/dev/null || true
+  done
+  ip link del "$BRIDGE" 2>/dev/null || true
+}
+trap teardown EXIT INT TERM
+
+# Leftovers of a run that was killed hard.
+teardown
+
+ip netns add "${PREFIX}probe" 2>/dev/null || die "this kernel does not support network namespaces"
+ip netns del "${PREFIX}probe"
+ip link add "$BRIDGE" type bridge 2>/dev/null || die "cannot create a bridge device"
+ip link set "$BRIDGE" up
+ip addr add "$SUBNET.254/24" dev "$BRIDGE"
+if ! tc qdisc replace dev "$BRIDGE" root tbf rate "$RATE" burst 256kb latency 100ms 2>/dev/null; then
+  die "the tbf qdisc is unavailable (kernel module sch_tbf) or rate '$RATE' is invalid"
+fi
+tc qdisc del dev "$BRIDGE" root
+
+# One host per rank: namespace, veth into the bridge, address, tbf both ways.
+for ((i = 0; i < RANKS; i++)); do
+  ip netns add "$PREFIX$i"
+  ip link add "hv$i" type veth peer name "nv$i"
+  ip link set "nv$i" netns "$PREFIX$i"
+  ip link set "hv$i" master "$BRIDGE"
+  ip link set "hv$i" up
+  ip -n "$PREFIX$i" addr add "$SUBNET.$((i + 1))/24" dev "nv$i"
+  ip -n "$PREFIX$i" link set "nv$i" up
+  ip -n "$PREFIX$i" link set lo up
+  tc -n "$PREFIX$i" qdisc replace dev "nv$i" root tbf rate "$RATE" burst 256kb latency 100ms
+  tc qdisc replace dev "hv$i" root tbf rate "$RATE" burst 256kb latency 100ms
+done
+
+# MPMD command line: rank i runs inside namespace i.
+apps=()
+for ((i = 0; i < RANKS; i++)); do
+  ((i > 0)) && apps+=(":")
+  apps+=(-np 1 ip netns exec "$PREFIX$i" "$@")
+done
+
+echo "netemu: $RANKS hosts on $RATE links" >&2
+# PMIx clients reach mpirun's server over the bridge.
+# shellcheck disable=SC2086
+PMIX_MCA_ptl_tcp_remote_connections=1 PMIX_MCA_ptl_tcp_if_include=$SUBNET.0/24 \
+  mpirun --allow-run-as-root --oversubscribe --mca btl tcp,self \
+  --mca btl_tcp_if_include "$SUBNET.0/24" \
+  $MPIRUN_ARGS "${apps[@]}"

@@ -1,0 +1,337 @@
+#include "algorithm.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+
+#include "bagua.h"
+
+namespace train {
+namespace {
+
+// Elements per q8 / sign codec block: bagua's BAGUA_CODEC_BLOCK (default 2048).
+size_t codec_block() {
+  static const size_t block = [] {
+    const char *text = std::getenv("BAGUA_CODEC_BLOCK");
+    const long v = text != nullptr ? std::strtol(text, nullptr, 10) : 0;
+    return v > 0 ? size_t(v) : size_t{2048};
+  }();
+  return block;
+}
+
+size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+size_t round_up(size_t a, size_t b) { return ceil_div(a, b) * b; }
+
+// Encoded sizes of m float32 elements (doc/codecs: per-block headers, padded payloads).
+size_t float32_bytes(size_t m) { return 4 * m; }
+size_t q8_bytes(size_t m) {
+  const size_t block = codec_block(), full = m / block, tail = m % block;
+  return full * (16 + block) + (tail ? 16 + round_up(tail, 16) : 0);
+}
+size_t fp16_bytes(size_t m) { return 16 + 2 * m; }
+size_t sign_bytes(size_t m) {
+  const size_t block = codec_block(), full = m / block, tail = m % block;
+  return full * (8 + round_up(block, 64) / 8) + (tail ? 8 + round_up(tail, 64) / 8 : 0);
+}
+
+// Bytes one rank sends in the chunked schedule of bagua's ring and compressed allreduces
+// (reduce-scatter or all-to-all, then allgather): 2 (n - 1) messages of one chunk.
+uint64_t chunked_allreduce_bytes(size_t count, int n, size_t (*encoded)(size_t)) {
+  if (n <= 1) return 0;
+  return uint64_t(2) * (n - 1) * encoded(ceil_div(count, n));
+}
+
+int comm_size(MPI_Comm comm) {
+  int n = 1;
+  MPI_Comm_size(comm, &n);
+  return n;
+}
+
+// Throws AlgorithmError with bagua's message when a call failed.
+void check(int status, const char *call) {
+  if (status != BAGUA_SUCCESS)
+    throw AlgorithmError(std::string(call) + " failed: " + bagua_error_string(status) + ": " +
+                         bagua_last_error());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gradient averaging: one allreduce-like call on the flat gradient after backward.
+
+using GradientAllreduce = int (*)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+
+class GradientAverage : public Algorithm {
+ public:
+  GradientAverage(MPI_Comm comm, GradientAllreduce call, const char *call_name,
+                  size_t (*encoded)(size_t))
+      : comm_(comm), call_(call), call_name_(call_name), encoded_(encoded) {}
+  void after_backward(std::span<float> grads) override {
+    check(call_(MPI_IN_PLACE, grads.data(), int(grads.size()), MPI_FLOAT, BAGUA_AVG, comm_),
+          call_name_);
+    bytes_ += chunked_allreduce_bytes(grads.size(), comm_size(comm_), encoded_);
+  }
+  uint64_t bytes_sent() const override { return bytes_; }
+  bool keeps_replicas_identical() const override { return true; }
+
+ private:
+  MPI_Comm comm_;
+  GradientAllreduce call_;
+  const char *call_name_;
+  size_t (*encoded_)(size_t);
+  uint64_t bytes_ = 0;
+};
+
+// 1-bit sign allreduce keeps error-feedback residuals between steps; it averages the ranks'
+// local momenta (as 1-bit Adam does) rather than their gradients.
+class SignAverage : public Algorithm {
+ public:
+  SignAverage(MPI_Comm comm, size_t count) : comm_(comm) {
+    check(bagua_sign_state_create(int(count), comm, &state_), "bagua_sign_state_create");
+  }
+  ~SignAverage() override { bagua_sign_state_free(&state_); }
+  void after_backward(std::span<float> grads) override {
+    check(bagua_allreduce_sign(MPI_IN_PLACE, grads.data(), int(grads.size()), MPI_FLOAT, BAGUA_AVG,
+                               comm_, state_),
+          "bagua_allreduce_sign");
+    bytes_ += chunked_allreduce_bytes(grads.size(), comm_size(comm_), sign_bytes);
+  }
+  bool communicates_momentum() const override { return true; }
+  uint64_t bytes_sent() const override { return bytes_; }
+  bool keeps_replicas_identical() const override { return true; }
+
+ private:
+  MPI_Comm comm_;
+  bagua_sign_state_t state_ = nullptr;
+  uint64_t bytes_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Weight averaging after the optimizer step.
+
+// Synchronous decentralized averaging with peers (all, shift_one or ring).
+class DecentralizedAverage : public Algorithm {
+ public:
+  DecentralizedAverage(MPI_Comm comm, bagua_peer_mode mode, int interval)
+      : comm_(comm), mode_(mode), interval_(interval) {}
+  void after_step(std::span<float> weights) override {
+    check(bagua_decentralized_average(MPI_IN_PLACE, weights.data(), int(weights.size()), MPI_FLOAT,
+                                      mode_, step_, interval_, comm_),
+          "bagua_decentralized_average");
+    if (step_ % interval_ == 0) bytes_ += round_bytes(weights.size());
+    ++step_;
+  }
+  uint64_t bytes_sent() const override { return bytes_; }
+  bool keeps_replicas_identical() const override { return mode_ == BAGUA_PEER_ALL; }
+
+ private:
+  // all: a ring allreduce; shift_one: the weights to one partner; ring: to both neighbours.
+  uint64_t round_bytes(size_t count) const {
+    const int n = comm_size(comm_);
+    switch (mode_) {
+      case BAGUA_PEER_ALL: return chunked_allreduce_bytes(count, n, float32_bytes);
+      case BAGUA_PEER_SHIFT_ONE: return n > 1 ? float32_bytes(count) : 0;
+      case BAGUA_PEER_RING: return float32_bytes(count) * std::min(n - 1, 2);
+    }
+    return 0;
+  }
+
+  MPI_Comm comm_;
+  bagua_peer_mode mode_;
+  int interval_;
+  int step_ = 0;
+  uint64_t bytes_ = 0;
+};
+
+// Ring averaging of compressed (q8) model differences.
+class LowPrecisionRing : public Algorithm {
+ public:
+  LowPrecisionRing(MPI_Comm comm, std::span<const float> weights, int interval)
+      : comm_(comm), interval_(interval) {
+    check(bagua_lowprec_create(weights.data(), int(weights.size()), MPI_FLOAT, interval, comm,
+                               &state_),
+          "bagua_lowprec_create");
+  }
+  ~LowPrecisionRing() override { bagua_lowprec_free(&state_); }
+  void after_step(std::span<float> weights) override {
+    check(bagua_lowprec_step(state_, weights.data()), "bagua_lowprec_step");
+    if (step_ % interval_ == 0)
+      bytes_ += q8_bytes(weights.size()) * std::min(comm_size(comm_) - 1, 2);
+    ++step_;
+  }
+  uint64_t bytes_sent() const override { return bytes_; }
+  bool keeps_replicas_identical() const override { return false; }
+
+ private:
+  MPI_Comm comm_;
+  int interval_;
+  bagua_lowprec_t state_ = nullptr;
+  int step_ = 0;
+  uint64_t bytes_ = 0;
+};
+
+// Asynchronous model averaging: a bagua background thread averages `shared_` with all ranks;
+// each step trains on a snapshot of it and adds its own update back under the lock.
+class AsyncAverage : public Algorithm {
+ public:
+  AsyncAverage(MPI_Comm comm, std::span<const float> weights, int interval_ms)
+      : comm_(comm),
+        interval_ms_(interval_ms),
+        shared_(weights.begin(), weights.end()),
+        snapshot_(weights.size()) {
+    check(bagua_async_average_create(shared_.data(), int(shared_.size()), MPI_FLOAT, interval_ms,
+                                     comm, &handle_),
+          "bagua_async_average_create");
+    started_ = MPI_Wtime();
+  }
+  ~AsyncAverage() override { bagua_async_average_free(&handle_); }
+
+  void before_forward(std::span<float> weights) override {
+    if (paused_) {
+      check(bagua_async_average_resume(handle_), "bagua_async_average_resume");
+      started_ = MPI_Wtime();
+      paused_ = false;
+    }
+    check(bagua_async_average_lock(handle_), "bagua_async_average_lock");
+    std::copy(shared_.begin(), shared_.end(), weights.begin());
+    check(bagua_async_average_unlock(handle_), "bagua_async_average_unlock");
+    std::copy(weights.begin(), weights.end(), snapshot_.begin());
+  }
+  // shared += (weights after the step) - (weights before it): this rank's own update.
+  void after_step(std::span<float> weights) override {
+    check(bagua_async_average_lock(handle_), "bagua_async_average_lock");
+    for (size_t i = 0; i < shared_.size(); ++i) shared_[i] += weights[i] - snapshot_[i];
+    check(bagua_async_average_unlock(handle_), "bagua_async_average_unlock");
+  }
+  void pause() override {
+    if (paused_) return;
+    check(bagua_async_average_abort(handle_), "bagua_async_average_abort");
+    running_s_ += MPI_Wtime() - started_;
+    paused_ = true;
+  }
+  // Rounds are not reported by bagua: an upper bound of one allreduce per interval of running
+  // time (each round starts with a pause of interval_ms).
+  uint64_t bytes_sent() const override {
+    const double running = running_s_ + (paused_ ? 0.0 : MPI_Wtime() - started_);
+    const uint64_t rounds = uint64_t(running * 1000.0 / std::max(interval_ms_, 1));
+    return rounds * chunked_allreduce_bytes(shared_.size(), comm_size(comm_), float32_bytes);
+  }
+  bool keeps_replicas_identical() const override { return false; }
+
+ private:
+  MPI_Comm comm_;
+  int interval_ms_;
+  std::vector<float> shared_, snapshot_;
+  bagua_async_t handle_ = nullptr;
+  bool paused_ = false;
+  double started_ = 0, running_s_ = 0;
+};
+
+// Partial reduce: the first P ready ranks average their weights. Groups form without the
+// other ranks, so the trainer's own collectives (evaluation) must not run while a rank could
+// still be waited for: pause() leaves, and the next step joins on a fresh duplicate of comm.
+class PartialReduce : public Algorithm {
+ public:
+  PartialReduce(MPI_Comm comm, int group_size) : parent_(comm), group_size_(group_size) {}
+  ~PartialReduce() override {
+    if (comm_ == MPI_COMM_NULL) return;
+    bagua_partial_leave(comm_);  // errors were reported by the calls that caused them
+    MPI_Comm_free(&comm_);
+  }
+
+  void after_step(std::span<float> weights) override {
+    if (comm_ == MPI_COMM_NULL) MPI_Comm_dup(parent_, &comm_);
+    bagua_group_info info;
+    check(bagua_partial_reduce(MPI_IN_PLACE, weights.data(), int(weights.size()), MPI_FLOAT,
+                               group_size_, comm_, &info),
+          "bagua_partial_reduce");
+    // The group averages with bagua's exact ring allreduce among its members.
+    if (info.size > 1)
+      bytes_ += uint64_t(2) * (info.size - 1) * float32_bytes(ceil_div(weights.size(), info.size));
+  }
+  void pause() override {
+    if (comm_ == MPI_COMM_NULL) return;
+    check(bagua_partial_leave(comm_), "bagua_partial_leave");
+    MPI_Comm_free(&comm_);
+  }
+  uint64_t bytes_sent() const override { return bytes_; }
+  bool keeps_replicas_identical() const override { return false; }
+
+ private:
+  MPI_Comm parent_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int group_size_;
+  uint64_t bytes_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+
+struct Entry {
+  AlgorithmInfo info;
+  std::function<std::unique_ptr<Algorithm>(MPI_Comm, std::span<const float>,
+                                           const AlgorithmSettings &)>
+      make;
+};
+
+const std::vector<Entry> &registry() {
+  using W = std::span<const float>;
+  using S = const AlgorithmSettings &;
+  static const std::vector<Entry> entries = {
+      {{"allreduce", "exact gradient allreduce (bagua_allreduce, BAGUA_AVG)"},
+       [](MPI_Comm c, W, S) {
+         return std::make_unique<GradientAverage>(c, bagua_allreduce, "bagua_allreduce",
+                                                  float32_bytes);
+       }},
+      {{"q8", "8-bit min-max gradient allreduce (bagua_allreduce_q8)"},
+       [](MPI_Comm c, W, S) {
+         return std::make_unique<GradientAverage>(c, bagua_allreduce_q8, "bagua_allreduce_q8",
+                                                  q8_bytes);
+       }},
+      {{"fp16", "float16 gradient allreduce (bagua_allreduce_fp16)"},
+       [](MPI_Comm c, W, S) {
+         return std::make_unique<GradientAverage>(c, bagua_allreduce_fp16, "bagua_allreduce_fp16",
+                                                  fp16_bytes);
+       }},
+      {{"sign", "1-bit sign gradient allreduce with error feedback (bagua_allreduce_sign)"},
+       [](MPI_Comm c, W w, S) { return std::make_unique<SignAverage>(c, w.size()); }},
+      {{"decentralized-all", "weights averaged with all ranks (bagua_decentralized_average)"},
+       [](MPI_Comm c, W, S s) {
+         return std::make_unique<DecentralizedAverage>(c, BAGUA_PEER_ALL, s.interval);
+       }},
+      {{"decentralized-shift", "weights averaged with one changing peer (shift_one)"},
+       [](MPI_Comm c, W, S s) {
+         return std::make_unique<DecentralizedAverage>(c, BAGUA_PEER_SHIFT_ONE, s.interval);
+       }},
+      {{"decentralized-ring", "weights averaged with ring neighbours"},
+       [](MPI_Comm c, W, S s) {
+         return std::make_unique<DecentralizedAverage>(c, BAGUA_PEER_RING, s.interval);
+       }},
+      {{"lowprec-ring", "ring averaging of q8-compressed weight differences (bagua_lowprec_*)"},
+       [](MPI_Comm c, W w, S s) { return std::make_unique<LowPrecisionRing>(c, w, s.interval); }},
+      {{"async", "asynchronous model averaging in a background thread (bagua_async_average_*)"},
+       [](MPI_Comm c, W w, S s) {
+         return std::make_unique<AsyncAverage>(c, w, s.async_interval_ms);
+       }},
+      {{"partial", "weights averaged among the first P ready ranks (bagua_partial_reduce)"},
+       [](MPI_Comm c, W, S s) { return std::make_unique<PartialReduce>(c, s.partial_group); }},
+  };
+  return entries;
+}
+
+}  // namespace
+
+std::vector<AlgorithmInfo> algorithm_list() {
+  std::vector<AlgorithmInfo> out;
+  for (const Entry &e : registry()) out.push_back(e.info);
+  return out;
+}
+
+std::unique_ptr<Algorithm> make_algorithm(const std::string &name, MPI_Comm comm,
+                                          std::span<const float> initial_weights,
+                                          const AlgorithmSettings &settings) {
+  for (const Entry &e : registry())
+    if (name == e.info.name) return e.make(comm, initial_weights, settings);
+  std::string names;
+  for (const Entry &e : registry()) names += std::string(names.empty() ? "" : ", ") + e.info.name;
+  throw AlgorithmError("unknown algorithm '" + name + "'; available: " + names);
+}
+
+}  // namespace train

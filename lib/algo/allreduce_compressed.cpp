@@ -1,0 +1,239 @@
+#include <algorithm>
+#include <cstring>
+
+#include "compressed.hpp"
+#include "request_set.hpp"
+#include "ring_plan.hpp"
+
+namespace bagua {
+namespace {
+
+using codec::CodecStatus;
+
+// Encoded segments live in fixed-size slots, 64-byte aligned.
+constexpr size_t kSlotAlign = 64;
+
+size_t segment_elems(const AlgoContext &ctx, const ChunkCodec &codec) {
+  const size_t block = codec.block_elems();
+  return std::max(block, ctx.segment_bytes / sizeof(float) / block * block);
+}
+
+// ByteGrad over n ranks. The buffer is cut into n chunks (RingPlan: sizes
+// differ by at most one element), each chunk into segments. Rank r owns
+// chunk r. Per segment k:
+//   scatter: every rank encodes segment k of chunk d and sends it to rank d;
+//   reduce:  rank r adds its own exact segment and the n-1 decoded ones in
+//            float32 (rank order), divides, re-encodes the result;
+//   gather:  rank r sends that encoding to everybody and every rank, r
+//            included, decodes it into dst, so all outputs are identical.
+// All receives are posted first; scatters of later segments are encoded
+// while earlier ones are in flight, and arrived segments are reduced or
+// decoded between encodes, so the three phases overlap.
+class ByteGrad {
+ public:
+  ByteGrad(AlgoContext &ctx, ChunkCodec &codec, const CompressedArgs &args)
+      : ctx_(ctx),
+        codec_(codec),
+        args_(args),
+        t_(ctx.transport),
+        n_(t_.size()),
+        r_(t_.rank()),
+        plan_(args.count, n_, segment_elems(ctx, codec)),
+        kmax_(plan_.segments(0)),
+        slot_bytes_(round_up(codec.encoded_bytes(segment_elems(ctx, codec)), kSlotAlign)),
+        region_bytes_(size_t(n_) * kmax_ * slot_bytes_),
+        scatter_sends_(t_, n_, [&](size_t) { return kmax_; }),
+        scatter_recvs_(t_, n_, [&](size_t) { return kmax_; }),
+        gather_sends_(t_, n_, [&](size_t) { return kmax_; }),
+        gather_recvs_(t_, n_, [&](size_t) { return kmax_; }),
+        decoded_(n_, 0) {}
+
+  Status run() {
+    ctx_.scratch.resize(3 * region_bytes_ + kSlotAlign);
+    acc_.resize(segment_elems(ctx_, codec_));
+    BAGUA_TRY(post_receives());
+    for (size_t k = 0; k < kmax_; ++k) {
+      BAGUA_TRY(scatter_segment(k));
+      BAGUA_TRY(make_progress(false));
+    }
+    BAGUA_TRY(make_progress(true));
+    for (int p = 0; p < n_; ++p) {
+      BAGUA_TRY(wait_all(t_, scatter_sends_.row(p), ctx_.deadline));
+      BAGUA_TRY(wait_all(t_, gather_sends_.row(p), ctx_.deadline));
+    }
+    return BAGUA_SUCCESS;
+  }
+
+ private:
+  static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+  int peer(int i) const { return (r_ + i) % n_; }  // i = 1 .. n-1: the others, right first
+  Tag scatter_tag(size_t k) const { return ctx_.tags.at(uint32_t(2 * k)); }
+  Tag gather_tag(size_t k) const { return ctx_.tags.at(uint32_t(2 * k + 1)); }
+  size_t bytes(Range s) const { return codec_.encoded_bytes(s.count); }
+
+  // Three regions of n x kmax slots: scatter sends (by destination), scatter
+  // receives (by source), gathered reduced segments (by owner).
+  unsigned char *slot(int region, int rank, size_t k) {
+    auto base = reinterpret_cast<uintptr_t>(ctx_.scratch.data());
+    const uintptr_t aligned = (base + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
+    return reinterpret_cast<unsigned char *>(aligned) + region * region_bytes_ +
+           (size_t(rank) * kmax_ + k) * slot_bytes_;
+  }
+  unsigned char *scatter_out(int dest, size_t k) { return slot(0, dest, k); }
+  unsigned char *scatter_in(int src, size_t k) { return slot(1, src, k); }
+  unsigned char *gathered(int owner, size_t k) { return slot(2, owner, k); }
+  const void *src_at(Range s) const {
+    return static_cast<const unsigned char *>(args_.src) + s.begin * dtype_size(args_.src_type);
+  }
+  void *dst_at(Range s) const {
+    return static_cast<unsigned char *>(args_.dst) + s.begin * dtype_size(args_.dst_type);
+  }
+
+  Status post_receives() {
+    // Contributions to the own chunk, from every other rank.
+    for (size_t k = 0; k < plan_.segments(r_); ++k) {
+      const Range s = plan_.segment(r_, k);
+      for (int i = 1; i < n_; ++i)
+        BAGUA_TRY(t_.irecv(scatter_in(peer(i), k), bytes(s), peer(i), scatter_tag(k),
+                           &scatter_recvs_.row(peer(i))[k]));
+    }
+    // Reduced segments of every other rank's chunk.
+    for (int i = 1; i < n_; ++i) {
+      const int owner = peer(i);
+      for (size_t k = 0; k < plan_.segments(owner); ++k)
+        BAGUA_TRY(t_.irecv(gathered(owner, k), bytes(plan_.segment(owner, k)), owner, gather_tag(k),
+                           &gather_recvs_.row(owner)[k]));
+    }
+    return BAGUA_SUCCESS;
+  }
+
+  // Encodes segment k of every other rank's chunk and sends it to its owner.
+  Status scatter_segment(size_t k) {
+    for (int i = 1; i < n_; ++i) {
+      const int dest = peer(i);
+      if (k >= plan_.segments(dest)) continue;
+      const Range s = plan_.segment(dest, k);
+      BAGUA_TRY(encode(ChunkCodec::Stage::contribution, s.begin, src_at(s), args_.src_type, s.count,
+                       scatter_out(dest, k)));
+      BAGUA_TRY(t_.isend(scatter_out(dest, k), bytes(s), dest, scatter_tag(k),
+                         &scatter_sends_.row(dest)[k]));
+    }
+    return BAGUA_SUCCESS;
+  }
+
+  // Reduces own segments and decodes gathered ones, in segment order. With
+  // `block` false it stops at the first one whose data has not arrived.
+  Status make_progress(bool block) {
+    for (; reduced_ < plan_.segments(r_); ++reduced_) {
+      bool all = block;
+      if (!block) BAGUA_TRY(arrived_from_all(reduced_, &all));
+      if (!all) break;
+      BAGUA_TRY(reduce_segment(reduced_));
+    }
+    for (int i = 1; i < n_; ++i) {
+      const int owner = peer(i);
+      for (size_t &k = decoded_[owner]; k < plan_.segments(owner); ++k) {
+        Request &req = gather_recvs_.row(owner)[k];
+        bool done = !req.active;
+        if (!done && !block) BAGUA_TRY(t_.test(&req, &done));
+        if (!done && !block) break;
+        BAGUA_TRY(wait(t_, req, ctx_.deadline));
+        BAGUA_TRY(decode_gathered(owner, k));
+      }
+    }
+    return BAGUA_SUCCESS;
+  }
+
+  // True when segment k's contributions from all other ranks are in.
+  Status arrived_from_all(size_t k, bool *all) {
+    *all = false;
+    for (int i = 1; i < n_; ++i) {
+      Request &req = scatter_recvs_.row(peer(i))[k];
+      bool done = !req.active;
+      if (!done) BAGUA_TRY(t_.test(&req, &done));
+      if (!done) return BAGUA_SUCCESS;
+    }
+    *all = true;
+    return BAGUA_SUCCESS;
+  }
+
+  Status reduce_segment(size_t k) {
+    const Range s = plan_.segment(r_, k);
+    for (int i = 1; i < n_; ++i) BAGUA_TRY(wait(t_, scatter_recvs_.row(peer(i))[k], ctx_.deadline));
+    float *acc = acc_.data();
+    load_as_float(src_at(s), args_.src_type, s.count, acc);
+    // Add the other ranks' contributions in rank order.
+    for (int p = 0; p < n_; ++p) {
+      if (p == r_) continue;
+      BAGUA_TRY(
+          check_decode(codec_.decode_accumulate(scatter_in(p, k), bytes(s), s.count, acc), p, k));
+    }
+    if (args_.divisor > 1) {
+      const float d = float(args_.divisor);
+      for (size_t i = 0; i < s.count; ++i) acc[i] /= d;
+    }
+    BAGUA_TRY(encode(ChunkCodec::Stage::reduced, s.begin - plan_.chunk(r_).begin, acc, DType::f32,
+                     s.count, gathered(r_, k)));
+    for (int i = 1; i < n_; ++i)
+      BAGUA_TRY(t_.isend(gathered(r_, k), bytes(s), peer(i), gather_tag(k),
+                         &gather_sends_.row(peer(i))[k]));
+    return decode_gathered(r_, k);
+  }
+
+  Status decode_gathered(int owner, size_t k) {
+    const Range s = plan_.segment(owner, k);
+    return check_decode(
+        codec_.decode(gathered(owner, k), bytes(s), s.count, dst_at(s), args_.dst_type), owner, k);
+  }
+
+  Status encode(ChunkCodec::Stage stage, size_t position, const void *src, DType t, size_t count,
+                void *out) {
+    const CodecStatus st = codec_.encode(stage, position, src, t, count, out);
+    if (st != CodecStatus::ok)
+      return fail(BAGUA_ERR_INTERNAL, "compressed allreduce: encoding failed (%s)",
+                  codec::codec_status_name(st));
+    return BAGUA_SUCCESS;
+  }
+
+  static Status check_decode(CodecStatus st, int from, size_t k) {
+    if (st == CodecStatus::ok) return BAGUA_SUCCESS;
+    return fail(BAGUA_ERR_CORRUPT_DATA,
+                "compressed allreduce: segment %zu from rank %d failed to decode (%s)", k, from,
+                codec::codec_status_name(st));
+  }
+
+  AlgoContext &ctx_;
+  ChunkCodec &codec_;
+  const CompressedArgs &args_;
+  Transport &t_;
+  const int n_, r_;
+  const RingPlan plan_;
+  const size_t kmax_;
+  const size_t slot_bytes_, region_bytes_;
+  RequestSet scatter_sends_, scatter_recvs_, gather_sends_, gather_recvs_;
+  std::vector<float> acc_;
+  size_t reduced_ = 0;
+  std::vector<size_t> decoded_;
+};
+
+// One rank: the exact result, converted and divided.
+void allreduce_single(const CompressedArgs &args) {
+  std::vector<float> acc(args.count);
+  load_as_float(args.src, args.src_type, args.count, acc.data());
+  if (args.divisor > 1)
+    for (float &x : acc) x /= float(args.divisor);
+  store_from_float(acc.data(), args.count, args.dst, args.dst_type);
+}
+
+}  // namespace
+
+Status allreduce_compressed(AlgoContext &ctx, ChunkCodec &codec, const CompressedArgs &args) {
+  if (args.count == 0) return BAGUA_SUCCESS;
+  if (ctx.transport.size() == 1) {
+    allreduce_single(args);
+    return BAGUA_SUCCESS;
+  }
+  return ByteGrad(ctx, codec, args).run();
+}
+
+}  // namespace bagua

@@ -1,0 +1,79 @@
+// Compressed allreduce (ByteGrad) and the node-level steps of hierarchical
+// mode, written against the Transport interface. The schedule is written
+// once; a ChunkCodec adapter says how a segment is encoded and decoded, so
+// q8, fp16/bf16 cast and 1-bit sign share it.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "allreduce.hpp"
+#include "codec.h"
+
+namespace bagua {
+
+// How the ByteGrad schedule sees a codec. Encoded segments are untrusted
+// when decoded: decoders check headers and lengths (CodecStatus).
+class ChunkCodec {
+ public:
+  // The two quantizations of ByteGrad: each rank's contribution, and the
+  // reduced chunk its owner re-encodes for the allgather.
+  enum class Stage { contribution, reduced };
+
+  virtual ~ChunkCodec() = default;
+  virtual size_t encoded_bytes(size_t count) const = 0;
+  // Segments are cut at multiples of this many elements.
+  virtual size_t block_elems() const = 0;
+  // Encodes count elements of type t. `position` locates src[0] for codecs
+  // with error feedback: the index in the user's buffer for contributions,
+  // the index inside the owner's chunk for reduced chunks.
+  virtual codec::CodecStatus encode(Stage stage, size_t position, const void *src, DType t,
+                                    size_t count, void *out) = 0;
+  virtual codec::CodecStatus decode(const void *in, size_t bytes, size_t count, void *dst,
+                                    DType t) const = 0;
+  virtual codec::CodecStatus decode_accumulate(const void *in, size_t bytes, size_t count,
+                                               float *acc) const = 0;
+};
+
+// Min-max 8-bit quantization with `block` elements per block.
+std::unique_ptr<ChunkCodec> make_q8_codec(uint32_t block);
+// fp16 / bf16 cast; each stage multiplies by its prescale before the cast
+// (e.g. 1/n so a sum of n ranks cannot overflow fp16) and divides it out.
+std::unique_ptr<ChunkCodec> make_cast_codec(codec::CastFormat format, float contribution_prescale,
+                                            float reduced_prescale);
+// 1-bit sign with error feedback. The residuals (float32) belong to the
+// caller: `contribution_residual` is indexed like the user's buffer,
+// `reduced_residual` like the owner's chunk; both outlive the codec.
+std::unique_ptr<ChunkCodec> make_sign_codec(uint32_t block, float *contribution_residual,
+                                            float *reduced_residual);
+
+// One compressed allreduce: every rank's src (src_type) summed, divided by
+// `divisor` (1 for a sum), written to dst (dst_type) bit-identically on every
+// rank. src may equal dst (in-place). With one rank the result is exact.
+struct CompressedArgs {
+  const void *src;
+  DType src_type;
+  void *dst;
+  DType dst_type;
+  size_t count;
+  int divisor;
+};
+
+// ByteGrad: all-to-all of encoded chunks, float32 reduction of the own chunk
+// by its owner, re-encode, allgather, decode; pipelined per segment
+// (ctx.segment_bytes / 4 elements, rounded to codec blocks).
+Status allreduce_compressed(AlgoContext &ctx, ChunkCodec &codec, const CompressedArgs &args);
+
+// Hierarchical mode, inside one node (ctx's ranks; rank 0 is the leader):
+// the exact float32 sum of every member's src, in rank order, into `sum`
+// (count floats, leader only; ignored elsewhere).
+Status node_reduce_to_leader(AlgoContext &ctx, const void *src, DType t, size_t count, float *sum);
+// Copies buf (count elements of t) from the leader to every member.
+Status node_broadcast_from_leader(AlgoContext &ctx, void *buf, DType t, size_t count);
+
+// Conversions between element buffers and float32.
+void load_as_float(const void *src, DType t, size_t count, float *out);
+void store_from_float(const float *in, size_t count, void *dst, DType t);
+void add_as_float(const void *src, DType t, size_t count, float *acc);
+
+}  // namespace bagua

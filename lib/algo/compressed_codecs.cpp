@@ -1,0 +1,148 @@
+// The codec adapters of the compressed allreduce, and float32 conversions.
+#include <cstdint>
+#include <cstring>
+
+#include "compressed.hpp"
+#include "half.h"
+
+namespace bagua {
+namespace {
+
+using codec::CodecStatus;
+
+float load_one(const void *src, DType t, size_t i) {
+  switch (t) {
+    case DType::f32: return static_cast<const float *>(src)[i];
+    case DType::f64: return float(static_cast<const double *>(src)[i]);
+    case DType::f16: return fp16_to_float(static_cast<const uint16_t *>(src)[i]);
+    case DType::bf16: return bf16_to_float(static_cast<const uint16_t *>(src)[i]);
+  }
+  return 0;
+}
+
+class Q8Codec final : public ChunkCodec {
+ public:
+  explicit Q8Codec(uint32_t block) : block_(block) {}
+  size_t encoded_bytes(size_t count) const override {
+    return codec::q8_encoded_bytes(count, block_);
+  }
+  size_t block_elems() const override { return block_; }
+  CodecStatus encode(Stage, size_t, const void *src, DType t, size_t count, void *out) override {
+    return codec::q8_encode(src, t, count, block_, out);
+  }
+  CodecStatus decode(const void *in, size_t bytes, size_t count, void *dst,
+                     DType t) const override {
+    return codec::q8_decode(in, bytes, count, block_, dst, t);
+  }
+  CodecStatus decode_accumulate(const void *in, size_t bytes, size_t count,
+                                float *acc) const override {
+    return codec::q8_decode_accumulate(in, bytes, count, block_, acc);
+  }
+
+ private:
+  uint32_t block_;
+};
+
+class CastCodec final : public ChunkCodec {
+ public:
+  CastCodec(codec::CastFormat format, float contribution_prescale, float reduced_prescale)
+      : format_(format), prescale_{contribution_prescale, reduced_prescale} {}
+  size_t encoded_bytes(size_t count) const override { return codec::cast_encoded_bytes(count); }
+  size_t block_elems() const override { return 1; }
+  CodecStatus encode(Stage stage, size_t, const void *src, DType t, size_t count,
+                     void *out) override {
+    return codec::cast_encode(src, t, count, format_, prescale_[static_cast<int>(stage)], out);
+  }
+  CodecStatus decode(const void *in, size_t bytes, size_t count, void *dst,
+                     DType t) const override {
+    return codec::cast_decode(in, bytes, count, dst, t);
+  }
+  CodecStatus decode_accumulate(const void *in, size_t bytes, size_t count,
+                                float *acc) const override {
+    return codec::cast_decode_accumulate(in, bytes, count, acc);
+  }
+
+ private:
+  codec::CastFormat format_;
+  float prescale_[2];
+};
+
+class SignCodec final : public ChunkCodec {
+ public:
+  SignCodec(uint32_t block, float *contribution_residual, float *reduced_residual)
+      : block_(block), residual_{contribution_residual, reduced_residual} {}
+  size_t encoded_bytes(size_t count) const override {
+    return codec::sign_encoded_bytes(count, block_);
+  }
+  size_t block_elems() const override { return block_; }
+  CodecStatus encode(Stage stage, size_t position, const void *src, DType t, size_t count,
+                     void *out) override {
+    // The sign encoder reads float32: half inputs go through a staging copy.
+    const float *g = static_cast<const float *>(src);
+    if (t != DType::f32) {
+      staging_.resize(count);
+      load_as_float(src, t, count, staging_.data());
+      g = staging_.data();
+    }
+    return codec::sign_encode_with_feedback(g, residual_[static_cast<int>(stage)] + position, count,
+                                            block_, out);
+  }
+  CodecStatus decode(const void *in, size_t bytes, size_t count, void *dst,
+                     DType t) const override {
+    return codec::sign_decode(in, bytes, count, block_, dst, t);
+  }
+  CodecStatus decode_accumulate(const void *in, size_t bytes, size_t count,
+                                float *acc) const override {
+    return codec::sign_decode_accumulate(in, bytes, count, block_, acc);
+  }
+
+ private:
+  uint32_t block_;
+  float *residual_[2];
+  std::vector<float> staging_;
+};
+
+}  // namespace
+
+std::unique_ptr<ChunkCodec> make_q8_codec(uint32_t block) {
+  return std::make_unique<Q8Codec>(block);
+}
+
+std::unique_ptr<ChunkCodec> make_cast_codec(codec::CastFormat format, float contribution_prescale,
+                                            float reduced_prescale) {
+  return std::make_unique<CastCodec>(format, contribution_prescale, reduced_prescale);
+}
+
+std::unique_ptr<ChunkCodec> make_sign_codec(uint32_t block, float *contribution_residual,
+                                            float *reduced_residual) {
+  return std::make_unique<SignCodec>(block, contribution_residual, reduced_residual);
+}
+
+void load_as_float(const void *src, DType t, size_t count, float *out) {
+  if (t == DType::f32) {
+    std::memcpy(out, src, count * sizeof(float));
+    return;
+  }
+  for (size_t i = 0; i < count; ++i) out[i] = load_one(src, t, i);
+}
+
+void add_as_float(const void *src, DType t, size_t count, float *acc) {
+  for (size_t i = 0; i < count; ++i) acc[i] += load_one(src, t, i);
+}
+
+void store_from_float(const float *in, size_t count, void *dst, DType t) {
+  switch (t) {
+    case DType::f32: std::memcpy(dst, in, count * sizeof(float)); return;
+    case DType::f64:
+      for (size_t i = 0; i < count; ++i) static_cast<double *>(dst)[i] = in[i];
+      return;
+    case DType::f16:
+      for (size_t i = 0; i < count; ++i) static_cast<uint16_t *>(dst)[i] = float_to_fp16(in[i]);
+      return;
+    case DType::bf16:
+      for (size_t i = 0; i < count; ++i) static_cast<uint16_t *>(dst)[i] = float_to_bf16(in[i]);
+      return;
+  }
+}
+
+}  // namespace bagua

@@ -1,0 +1,87 @@
+// C entry points of asynchronous model averaging.
+#include "../core/async_average.hpp"
+
+#include "../core/runtime.hpp"
+#include "guard.hpp"
+
+struct bagua_async_s {
+  std::unique_ptr<bagua::AsyncAverager> averager;
+};
+
+namespace bagua {
+namespace {
+
+Status async_create(void *buf, int count, MPI_Datatype datatype, int interval_ms, MPI_Comm comm,
+                    bagua_async_t *handle) {
+  const char *fn = "bagua_async_average_create";
+  if (handle == nullptr) return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: handle is NULL", fn);
+  *handle = nullptr;
+  BAGUA_TRY(runtime_ensure());
+  if (count < 0) return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: count %d is negative", fn, count);
+  if (count > 0 && buf == nullptr)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: buf is NULL with count %d", fn, count);
+  DType dtype;
+  if (dtype_from_mpi(datatype, &dtype) != BAGUA_SUCCESS)
+    return fail(BAGUA_ERR_UNSUPPORTED_DATATYPE,
+                "%s: datatype is not MPI_FLOAT, MPI_DOUBLE, BAGUA_FLOAT16 or BAGUA_BFLOAT16", fn);
+  if (interval_ms < 0)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: interval_ms %d is negative", fn, interval_ms);
+  auto h = std::make_unique<bagua_async_s>();
+  BAGUA_TRY(AsyncAverager::create(buf, static_cast<size_t>(count), dtype, interval_ms, comm,
+                                  &h->averager));
+  *handle = h.release();
+  return BAGUA_SUCCESS;
+}
+
+// Runs `body` on the handle's averager after checking the handle.
+template <class Body>
+int with_handle(const char *fn, bagua_async_t handle, Body body) {
+  return guard(fn, [&] {
+    if (handle == nullptr) return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: handle is NULL", fn);
+    return body(*handle->averager);
+  });
+}
+
+}  // namespace
+}  // namespace bagua
+
+extern "C" int bagua_async_average_create(void *buf, int count, MPI_Datatype datatype,
+                                          int interval_ms, MPI_Comm comm, bagua_async_t *handle) {
+  return bagua::guard("bagua_async_average_create", [&] {
+    return bagua::async_create(buf, count, datatype, interval_ms, comm, handle);
+  });
+}
+
+extern "C" int bagua_async_average_lock(bagua_async_t handle) {
+  return bagua::with_handle("bagua_async_average_lock", handle, [](bagua::AsyncAverager &a) {
+    a.lock();
+    return BAGUA_SUCCESS;
+  });
+}
+
+extern "C" int bagua_async_average_unlock(bagua_async_t handle) {
+  return bagua::with_handle("bagua_async_average_unlock", handle, [](bagua::AsyncAverager &a) {
+    a.unlock();
+    return BAGUA_SUCCESS;
+  });
+}
+
+extern "C" int bagua_async_average_abort(bagua_async_t handle) {
+  return bagua::with_handle("bagua_async_average_abort", handle,
+                            [](bagua::AsyncAverager &a) { return a.abort(); });
+}
+
+extern "C" int bagua_async_average_resume(bagua_async_t handle) {
+  return bagua::with_handle("bagua_async_average_resume", handle,
+                            [](bagua::AsyncAverager &a) { return a.resume(); });
+}
+
+extern "C" int bagua_async_average_free(bagua_async_t *handle) {
+  return bagua::guard("bagua_async_average_free", [&] {
+    if (handle == nullptr || *handle == nullptr) return BAGUA_SUCCESS;
+    const bagua::Status s = (*handle)->averager->abort();
+    delete *handle;
+    *handle = nullptr;
+    return s;
+  });
+}

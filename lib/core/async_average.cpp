@@ -1,0 +1,179 @@
+#include "async_average.hpp"
+
+#include <chrono>
+#include <cstring>
+
+#include "../algo/decentralized.hpp"
+#include "../transport/mpi_transport.hpp"
+#include "../transport/ucx_transport.hpp"
+#include "comm.hpp"
+
+namespace bagua {
+namespace {
+
+// The background thread makes MPI calls while the caller makes its own.
+Status check_thread_level(TransportKind kind) {
+  if (kind != TransportKind::mpi) return BAGUA_SUCCESS;
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_MULTIPLE)
+    return fail(BAGUA_ERR_THREAD_LEVEL,
+                "bagua_async_average_create: the mpi transport needs MPI_THREAD_MULTIPLE "
+                "(initialise MPI with MPI_Init_thread) or set BAGUA_TRANSPORT=ucx");
+  return BAGUA_SUCCESS;
+}
+
+Status create_transport(TransportKind kind, MPI_Comm dup, std::unique_ptr<Transport> *out) {
+  return kind == TransportKind::ucx ? ucx_transport_create(dup, out)
+                                    : mpi_transport_create(dup, out);
+}
+
+}  // namespace
+
+Status AsyncAverager::create(void *buf, size_t count, DType t, int interval_ms, MPI_Comm user_comm,
+                             std::unique_ptr<AsyncAverager> *out) {
+  Communicator *c = nullptr;
+  BAGUA_TRY(Communicator::get(user_comm, &c));
+  BAGUA_TRY(c->check_usable());
+  const Options options = c->options();
+  BAGUA_TRY(check_thread_level(options.transport));
+  MPI_Comm dup;
+  if (MPI_Comm_dup(user_comm, &dup) != MPI_SUCCESS)
+    return fail(BAGUA_ERR_TRANSPORT, "bagua_async_average_create: MPI_Comm_dup failed");
+  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+  std::unique_ptr<Transport> transport;
+  const Status s = create_transport(options.transport, dup, &transport);
+  if (s != BAGUA_SUCCESS) {
+    MPI_Comm_free(&dup);
+    return s;
+  }
+  out->reset(new AsyncAverager(buf, count, t, interval_ms, dup, options, std::move(transport)));
+  (*out)->start();
+  return BAGUA_SUCCESS;
+}
+
+AsyncAverager::AsyncAverager(void *buf, size_t count, DType t, int interval_ms, MPI_Comm dup,
+                             Options options, std::unique_ptr<Transport> transport)
+    : buf_(buf),
+      count_(count),
+      dtype_(t),
+      interval_ms_(interval_ms),
+      dup_(dup),
+      options_(options),
+      transport_(std::move(transport)),
+      temp_(count * dtype_size(t)),
+      reduced_(count * dtype_size(t)) {}
+
+AsyncAverager::~AsyncAverager() {
+  abort();
+  transport_.reset();
+  MPI_Comm comm = dup_;
+  MPI_Comm_free(&comm);
+}
+
+void AsyncAverager::start() {
+  stop_requested_ = false;
+  exited_ = false;
+  thread_ = std::thread(&AsyncAverager::run, this);
+}
+
+// Each round: wait the interval (cut short by a stop request), agree on
+// stopping, and otherwise average once.
+void AsyncAverager::run() {
+  for (;;) {
+    {
+      std::unique_lock guard(control_);
+      wake_.wait_for(guard, std::chrono::milliseconds(interval_ms_),
+                     [&] { return stop_requested_; });
+    }
+    bool stop = false;
+    Status s = agree_on_stop(&stop);
+    if (s == BAGUA_SUCCESS && !stop) s = average_once();
+    if (s != BAGUA_SUCCESS) {
+      failure_ = s;
+      failure_message_ = last_error_message();
+    }
+    if (s != BAGUA_SUCCESS || stop) break;
+  }
+  exited_ = true;
+}
+
+AlgoContext AsyncAverager::next_context() {
+  return AlgoContext{*transport_, TagSpace::make(Channel::async_average, sequence_++),
+                     Deadline::after_ms(options_.timeout_ms), scratch_, options_.segment_bytes};
+}
+
+Status AsyncAverager::allreduce(const void *src, void *dst, size_t count, DType t, ReduceOp op) {
+  AlgoContext ctx = next_context();
+  const AllreduceArgs args{src, dst, count, t, op};
+  AllreduceAlgo algo = options_.allreduce_algo;
+  if (algo == AllreduceAlgo::automatic)
+    algo = count * dtype_size(t) >= options_.ring_threshold_bytes
+               ? AllreduceAlgo::ring
+               : AllreduceAlgo::recursive_doubling;
+  return algo == AllreduceAlgo::ring ? allreduce_ring(ctx, args)
+                                     : allreduce_recursive_doubling(ctx, args);
+}
+
+// A one-element allreduce (max) of the ranks' stop requests: every rank
+// learns the same answer in the same round.
+Status AsyncAverager::agree_on_stop(bool *stop) {
+  float flag = 0;
+  {
+    std::lock_guard guard(control_);
+    flag = stop_requested_ ? 1.0f : 0.0f;
+  }
+  BAGUA_TRY(allreduce(&flag, &flag, 1, DType::f32, ReduceOp::max));
+  *stop = flag != 0;
+  return BAGUA_SUCCESS;
+}
+
+// temp = w; reduced = average of temp over all ranks; w += reduced - temp.
+Status AsyncAverager::average_once() {
+  {
+    std::lock_guard guard(weights_);
+    std::memcpy(temp_.data(), buf_, temp_.size());
+  }
+  BAGUA_TRY(allreduce(temp_.data(), reduced_.data(), count_, dtype_, ReduceOp::avg));
+  std::lock_guard guard(weights_);
+  apply_average_delta(buf_, reduced_.data(), temp_.data(), count_, dtype_);
+  return BAGUA_SUCCESS;
+}
+
+Status AsyncAverager::failure() const {
+  if (failure_ == BAGUA_SUCCESS) return BAGUA_SUCCESS;
+  return fail(failure_, "asynchronous averaging stopped after a failed round: %s",
+              failure_message_.c_str());
+}
+
+Status AsyncAverager::abort() {
+  if (thread_.joinable()) {
+    {
+      std::lock_guard guard(control_);
+      stop_requested_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  return failure();
+}
+
+Status AsyncAverager::resume() {
+  if (!exited_) return BAGUA_SUCCESS;
+  if (thread_.joinable()) thread_.join();
+  if (failure_ != BAGUA_SUCCESS)
+    return fail(BAGUA_ERR_COMM_BROKEN, "asynchronous averaging failed earlier (%s): %s",
+                bagua_error_string(failure_), failure_message_.c_str());
+  // Barrier: no rank's thread runs a round before every rank has resumed.
+  bool ignored = false;
+  const Status s = agree_on_stop(&ignored);
+  if (s != BAGUA_SUCCESS) {
+    failure_ = s;
+    failure_message_ = last_error_message();
+    return s;
+  }
+  start();
+  return BAGUA_SUCCESS;
+}
+
+}  // namespace bagua

@@ -1,0 +1,455 @@
+#include "bucket_comm.hpp"
+
+#include <bit>
+#include <cstring>
+
+#include "../transport/locked_transport.hpp"
+#include "../transport/mpi_transport.hpp"
+#include "../transport/ucx_transport.hpp"
+
+namespace bagua {
+namespace {
+
+// The sequence field of a tag has 15 bits: the bucket id takes the high ones,
+// the bucket's call counter the rest (at least 1 bit).
+constexpr int kSequenceBits = 15;
+constexpr size_t kMaxBuckets = size_t{1} << (kSequenceBits - 1);
+
+// The mpi transport is called from worker threads while the caller makes its
+// own MPI calls; the ucx transport makes no MPI calls after creation.
+Status check_thread_level(TransportKind kind) {
+  if (kind != TransportKind::mpi) return BAGUA_SUCCESS;
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_MULTIPLE)
+    return fail(BAGUA_ERR_THREAD_LEVEL,
+                "bagua_bucket_comm_create: buckets run on background threads, so the mpi "
+                "transport needs MPI_THREAD_MULTIPLE (initialise MPI with MPI_Init_thread) "
+                "or set BAGUA_TRANSPORT=ucx");
+  return BAGUA_SUCCESS;
+}
+
+Status create_transport(TransportKind kind, MPI_Comm dup, std::unique_ptr<Transport> *out) {
+  std::unique_ptr<Transport> inner;
+  BAGUA_TRY(kind == TransportKind::ucx ? ucx_transport_create(dup, &inner)
+                                       : mpi_transport_create(dup, &inner));
+  *out = std::make_unique<LockedTransport>(std::move(inner));
+  return BAGUA_SUCCESS;
+}
+
+// Failures that leave messages in flight make the communicator unusable.
+bool breaks_comm(Status s) {
+  return s == BAGUA_ERR_TIMEOUT || s == BAGUA_ERR_TRANSPORT || s == BAGUA_ERR_MISMATCH ||
+         s == BAGUA_ERR_CORRUPT_DATA;
+}
+
+// Records the phases an algorithm reports on the bucket's timeline track.
+class TimelineSink final : public PhaseSink {
+ public:
+  TimelineSink(TimelineTrack track, uint64_t round) : track_(track), round_(round) {}
+  void phase(const char *name, Clock::time_point begin, Clock::time_point end) override {
+    Timeline::get().span(track_, name, round_, begin, end);
+  }
+
+ private:
+  TimelineTrack track_;
+  uint64_t round_;
+};
+
+}  // namespace
+
+Status BucketComm::create(MPI_Comm user_comm, const BucketConfig &config,
+                          std::unique_ptr<BucketComm> *out) {
+  Options options;
+  BAGUA_TRY(options_load(&options));
+  BAGUA_TRY(check_thread_level(options.transport));
+  MPI_Comm dup;
+  if (MPI_Comm_dup(user_comm, &dup) != MPI_SUCCESS)
+    return fail(BAGUA_ERR_TRANSPORT, "bagua_bucket_comm_create: MPI_Comm_dup failed");
+  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+  std::unique_ptr<Transport> transport;
+  const Status s = create_transport(options.transport, dup, &transport);
+  if (s != BAGUA_SUCCESS) {
+    MPI_Comm_free(&dup);
+    return s;
+  }
+  out->reset(new BucketComm(dup, config, options, std::move(transport)));
+  return BAGUA_SUCCESS;
+}
+
+BucketComm::BucketComm(MPI_Comm dup, const BucketConfig &config, Options options,
+                       std::unique_ptr<Transport> transport)
+    : dup_(dup), config_(config), options_(options), transport_(std::move(transport)),
+      timeline_id_(Timeline::get().next_comm_id()), pool_(std::make_unique<WorkerPool>()) {}
+
+BucketComm::~BucketComm() {
+  pool_.reset();  // buckets in flight finish first
+  Timeline::get().write(transport_->rank());
+  transport_.reset();
+  MPI_Comm comm = dup_;
+  MPI_Comm_free(&comm);
+}
+
+Status BucketComm::register_tensor(void *ptr, size_t count, DType t, int *id) {
+  if (finalized_)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "bagua_bucket_comm_register: registration was already finalized");
+  const auto start = reinterpret_cast<uintptr_t>(ptr);
+  const uintptr_t end = start + count * dtype_size(t);
+  // The nearest tensor starting at or after `start`, and the one before it.
+  if (count > 0) {
+    auto next = by_address_.lower_bound(start);
+    if (next != by_address_.end() && next->first < end)
+      return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                  "bagua_bucket_comm_register: the tensor overlaps tensor %d", next->second);
+    if (next != by_address_.begin()) {
+      const Tensor &before = tensors_[std::prev(next)->second];
+      if (reinterpret_cast<uintptr_t>(before.ptr) + before.count * dtype_size(before.dtype) >
+          start)
+        return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                    "bagua_bucket_comm_register: the tensor overlaps tensor %d",
+                    std::prev(next)->second);
+    }
+  }
+  if (tensors_.size() >= static_cast<size_t>(INT32_MAX))
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "bagua_bucket_comm_register: too many tensors");
+  *id = static_cast<int>(tensors_.size());
+  tensors_.push_back(Tensor{ptr, count, t});
+  if (count > 0) by_address_[start] = *id;
+  return BAGUA_SUCCESS;
+}
+
+// Fills buckets in registration order: a bucket is closed when the next
+// tensor has another datatype or would take it past the byte cap (a tensor
+// larger than the cap gets a bucket of its own).
+void BucketComm::form_buckets() {
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    Tensor &t = tensors_[i];
+    const size_t bytes = t.count * dtype_size(t.dtype);
+    const bool fits = !buckets_.empty() && buckets_.back().dtype == t.dtype &&
+                      (buckets_.back().count * dtype_size(t.dtype) + bytes <= config_.bucket_bytes);
+    if (!fits) {
+      buckets_.emplace_back();
+      buckets_.back().dtype = t.dtype;
+    }
+    Bucket &b = buckets_.back();
+    t.bucket = static_cast<int>(buckets_.size() - 1);
+    t.offset = b.count;
+    b.count += t.count;
+    b.tensors.push_back(static_cast<int>(i));
+  }
+  for (Bucket &b : buckets_) b.unready = b.tensors.size();
+}
+
+// Buckets of several tensors get contiguous storage: with flattening the
+// tensors move there for good (their contents copied), otherwise it is the
+// buffer they are packed into for each call.
+void BucketComm::lay_out_storage(void **addresses) {
+  for (Bucket &b : buckets_) {
+    if (!config_.flatten && b.tensors.size() == 1) continue;
+    b.storage.resize(b.count * dtype_size(b.dtype));
+    if (!config_.flatten) continue;
+    for (int id : b.tensors) {
+      Tensor &t = tensors_[id];
+      void *place = b.storage.data() + t.offset * dtype_size(t.dtype);
+      if (t.count > 0) std::memcpy(place, t.ptr, t.count * dtype_size(t.dtype));
+      t.ptr = place;
+    }
+  }
+  if (addresses != nullptr)
+    for (size_t i = 0; i < tensors_.size(); ++i) addresses[i] = tensors_[i].ptr;
+}
+
+// Every rank must form the same buckets: compares a fingerprint of the
+// layout (bucket sizes and types) with an allreduce of [x, -x] under MAX.
+Status BucketComm::check_layout_agrees() {
+  uint64_t hash = 1469598103934665603ull;
+  const auto mix = [&](uint64_t v) { hash = (hash ^ v) * 1099511628211ull; };
+  for (const Bucket &b : buckets_) {
+    mix(b.count);
+    mix(static_cast<uint64_t>(b.dtype));
+  }
+  const auto local = static_cast<int64_t>(hash >> 2);
+  int64_t mine[2] = {local, -local}, all[2] = {0, 0};
+  if (MPI_Allreduce(mine, all, 2, MPI_INT64_T, MPI_MAX, dup_) != MPI_SUCCESS)
+    return fail(BAGUA_ERR_TRANSPORT, "bagua_bucket_comm_finalize_registration: MPI_Allreduce failed");
+  if (all[0] != local || -all[1] != local)
+    return fail(BAGUA_ERR_MISMATCH,
+                "bagua_bucket_comm_finalize_registration: ranks registered different tensors "
+                "(counts, datatypes or order differ), so their buckets differ");
+  return BAGUA_SUCCESS;
+}
+
+Status BucketComm::build_algorithm(Bucket &b, BucketAlgorithmChoice choice) {
+  const size_t bytes = b.count * dtype_size(b.dtype);
+  AllreduceAlgo exact = options_.allreduce_algo;
+  if (exact == AllreduceAlgo::automatic)
+    exact = bytes >= options_.ring_threshold_bytes ? AllreduceAlgo::ring
+                                                   : AllreduceAlgo::recursive_doubling;
+  const BucketAlgorithmSpec spec{choice.kind, choice.op, exact == AllreduceAlgo::ring,
+                                 static_cast<uint32_t>(options_.compressed.codec_block),
+                                 transport_->size()};
+  BAGUA_TRY(check_bucket_algorithm(spec, b.dtype));
+  b.algorithm = make_bucket_algorithm(spec);
+  b.choice = choice;
+  return BAGUA_SUCCESS;
+}
+
+Status BucketComm::finalize_registration(void **addresses, int *num_buckets) {
+  if (finalized_)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "bagua_bucket_comm_finalize_registration: already finalized");
+  if (tensors_.empty())
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "bagua_bucket_comm_finalize_registration: no tensor was registered");
+  form_buckets();
+  if (buckets_.size() > kMaxBuckets) {
+    const size_t n = buckets_.size();
+    buckets_.clear();
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "bagua_bucket_comm_finalize_registration: %zu buckets exceed the limit of %zu; "
+                "raise bucket_bytes",
+                n, kMaxBuckets);
+  }
+  BAGUA_TRY(check_layout_agrees());
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    const Status s = build_algorithm(buckets_[i], config_.algorithm);
+    if (s != BAGUA_SUCCESS)
+      return fail(s, "bagua_bucket_comm_finalize_registration: default algorithm for bucket %zu: %s",
+                  i, std::string(last_error_message()).c_str());
+  }
+  bucket_bits_ = std::bit_width(buckets_.size() - 1);
+  lay_out_storage(addresses);
+  Timeline &timeline = Timeline::get();
+  for (size_t i = 0; i < buckets_.size(); ++i)
+    timeline.name_track({timeline_id_, static_cast<int>(i)});
+  finalized_ = true;
+  *num_buckets = static_cast<int>(buckets_.size());
+  return BAGUA_SUCCESS;
+}
+
+Status BucketComm::check_bucket(int bucket) const {
+  if (!finalized_)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "nothing to wait for: register tensors and call "
+                "bagua_bucket_comm_finalize_registration first");
+  if (bucket < 0 || static_cast<size_t>(bucket) >= buckets_.size())
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "bucket %d does not exist (there are %zu)", bucket,
+                buckets_.size());
+  return BAGUA_SUCCESS;
+}
+
+Status BucketComm::check_tensor(int tensor) const {
+  if (tensor < 0 || static_cast<size_t>(tensor) >= tensors_.size())
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "tensor id %d is unknown (%zu registered)", tensor,
+                tensors_.size());
+  if (!finalized_)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "call bagua_bucket_comm_finalize_registration before marking tensors ready");
+  return BAGUA_SUCCESS;
+}
+
+Status BucketComm::tensor_bucket(int tensor, int *bucket) {
+  BAGUA_TRY(check_tensor(tensor));
+  *bucket = tensors_[tensor].bucket;
+  return BAGUA_SUCCESS;
+}
+
+Status BucketComm::set_algorithm(int bucket, BucketAlgorithmChoice choice) {
+  if (bucket != -1) BAGUA_TRY(check_bucket(bucket));
+  if (!finalized_) BAGUA_TRY(check_bucket(0));
+  std::lock_guard lock(mutex_);
+  const size_t first = bucket == -1 ? 0 : static_cast<size_t>(bucket);
+  const size_t last = bucket == -1 ? buckets_.size() : first + 1;
+  // Check every bucket before changing any, so a failure changes nothing.
+  for (size_t i = first; i < last; ++i) {
+    const Bucket &b = buckets_[i];
+    if (b.state != State::collecting || b.unready != b.tensors.size())
+      return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                  "bucket %zu has tensors marked ready; change its algorithm between rounds", i);
+    Bucket probe;
+    probe.dtype = b.dtype;
+    probe.count = b.count;
+    const Status s = build_algorithm(probe, choice);
+    if (s != BAGUA_SUCCESS)
+      return fail(s, "bucket %zu: %s", i, std::string(last_error_message()).c_str());
+  }
+  for (size_t i = first; i < last; ++i) BAGUA_TRY(build_algorithm(buckets_[i], choice));
+  return BAGUA_SUCCESS;
+}
+
+Status BucketComm::mark_ready(int tensor) {
+  BAGUA_TRY(check_tensor(tensor));
+  std::lock_guard lock(mutex_);
+  if (broken_ != BAGUA_SUCCESS)
+    return fail(BAGUA_ERR_COMM_BROKEN, "an earlier bucket failed with '%s'; destroy this "
+                "bucketed communicator", bagua_error_string(broken_));
+  Tensor &t = tensors_[tensor];
+  if (t.ready)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "tensor %d is already marked ready; wait for (or test) its bucket %d before "
+                "marking it again",
+                tensor, t.bucket);
+  t.ready = true;
+  Bucket &b = buckets_[t.bucket];
+  if (--b.unready == 0) submit(t.bucket);
+  return BAGUA_SUCCESS;
+}
+
+// Called with mutex_ held, when the bucket's last tensor became ready.
+void BucketComm::submit(int bucket) {
+  Bucket &b = buckets_[bucket];
+  b.state = State::running;
+  b.ready_at = TimelineClock::now();
+  Timeline::get().instant({timeline_id_, bucket}, "ready", b.round, b.ready_at);
+  pool_->submit([this, bucket] { run_bucket(bucket); });
+}
+
+uint32_t BucketComm::sequence(int bucket, uint64_t round) const {
+  const int round_bits = kSequenceBits - bucket_bits_;
+  const uint64_t round_mask = (uint64_t{1} << round_bits) - 1;
+  return static_cast<uint32_t>((static_cast<uint64_t>(bucket) << round_bits) |
+                               (round & round_mask));
+}
+
+bool BucketComm::runs_on_storage(const Bucket &b) const { return !b.storage.empty(); }
+
+// Copies the tensors into the bucket's packing buffer (not when flattened:
+// they already live there).
+void BucketComm::pack(Bucket &b) {
+  if (config_.flatten || !runs_on_storage(b)) return;
+  for (int id : b.tensors) {
+    const Tensor &t = tensors_[id];
+    if (t.count > 0)
+      std::memcpy(b.storage.data() + t.offset * dtype_size(t.dtype), t.ptr,
+                  t.count * dtype_size(t.dtype));
+  }
+}
+
+void BucketComm::unpack(Bucket &b) {
+  if (config_.flatten || !runs_on_storage(b)) return;
+  for (int id : b.tensors) {
+    const Tensor &t = tensors_[id];
+    if (t.count > 0)
+      std::memcpy(t.ptr, b.storage.data() + t.offset * dtype_size(t.dtype),
+                  t.count * dtype_size(t.dtype));
+  }
+}
+
+// Pack, run the bucket's algorithm, unpack; each step on the timeline.
+Status BucketComm::execute(Bucket &b, TimelineTrack track) {
+  Timeline &timeline = Timeline::get();
+  const uint64_t round = b.round;
+  auto begin = TimelineClock::now();
+  pack(b);
+  if (runs_on_storage(b) && !config_.flatten)
+    timeline.span(track, "pack", round, begin, TimelineClock::now());
+  void *data = runs_on_storage(b) ? b.storage.data() : tensors_[b.tensors.front()].ptr;
+  AlgoContext ctx{*transport_, TagSpace::make(Channel::bucket, sequence(track.bucket, round)),
+                  Deadline::after_ms(options_.timeout_ms), b.scratch, options_.segment_bytes};
+  TimelineSink sink(track, round);
+  begin = TimelineClock::now();
+  const Status s = b.algorithm->run(ctx, BucketBuffer{data, b.count, b.dtype}, round,
+                                    timeline.enabled() ? &sink : nullptr);
+  timeline.span(track, b.algorithm->name(), round, begin, TimelineClock::now());
+  if (s != BAGUA_SUCCESS) return s;
+  begin = TimelineClock::now();
+  unpack(b);
+  if (runs_on_storage(b) && !config_.flatten)
+    timeline.span(track, "unpack", round, begin, TimelineClock::now());
+  return BAGUA_SUCCESS;
+}
+
+// A worker thread's job: one call of the bucket's algorithm.
+void BucketComm::run_bucket(int bucket) {
+  Bucket &b = buckets_[bucket];
+  const TimelineTrack track{timeline_id_, bucket};
+  const auto start = TimelineClock::now();
+  Status s = BAGUA_ERR_INTERNAL;
+  try {
+    clear_last_error();
+    s = execute(b, track);
+  } catch (const std::bad_alloc &) {
+    s = fail(BAGUA_ERR_OUT_OF_MEMORY, "allocation failed while running the bucket");
+  }
+  const auto end = TimelineClock::now();
+  Timeline::get().span(track, "queued", b.round, b.ready_at, start);
+  Timeline::get().span(track, "bucket", b.round, start, end);
+  std::lock_guard lock(mutex_);
+  b.result = s;
+  b.message = s == BAGUA_SUCCESS ? "" : last_error_message();
+  if (breaks_comm(s) && broken_ == BAGUA_SUCCESS) broken_ = s;
+  b.state = State::done;
+  changed_.notify_all();
+}
+
+// Reports a finished bucket's outcome once and readies it for its next round.
+Status BucketComm::consume(Bucket &b, int bucket) {
+  b.state = State::collecting;
+  b.unready = b.tensors.size();
+  b.round++;
+  for (int id : b.tensors) tensors_[id].ready = false;
+  if (b.result == BAGUA_SUCCESS) return BAGUA_SUCCESS;
+  return fail(b.result, "bucket %d: %s", bucket, b.message.c_str());
+}
+
+// Waits until the bucket finished. A bucket still collecting tensors is
+// waited for until `deadline` (a tensor may be marked by another thread).
+Status BucketComm::wait_locked(std::unique_lock<std::mutex> &lock, int bucket,
+                               TimelineClock::time_point deadline) {
+  Bucket &b = buckets_[bucket];
+  while (b.state != State::done) {
+    if (b.state == State::running) {
+      changed_.wait(lock);
+      continue;
+    }
+    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout &&
+        b.state == State::collecting) {
+      int first = -1;
+      for (int id : b.tensors)
+        if (!tensors_[id].ready && first < 0) first = id;
+      return fail(BAGUA_ERR_TIMEOUT,
+                  "bucket %d: %zu of its %zu tensors (first: tensor %d) were not marked ready "
+                  "within BAGUA_TIMEOUT_MS=%lld",
+                  bucket, b.unready, b.tensors.size(), first,
+                  static_cast<long long>(options_.timeout_ms));
+    }
+  }
+  return consume(b, bucket);
+}
+
+Status BucketComm::wait(int bucket) {
+  BAGUA_TRY(check_bucket(bucket));
+  const auto deadline = TimelineClock::now() + std::chrono::milliseconds(options_.timeout_ms);
+  std::unique_lock lock(mutex_);
+  return wait_locked(lock, bucket, deadline);
+}
+
+Status BucketComm::test(int bucket, bool *done) {
+  BAGUA_TRY(check_bucket(bucket));
+  std::lock_guard lock(mutex_);
+  Bucket &b = buckets_[bucket];
+  *done = b.state == State::done;
+  return *done ? consume(b, bucket) : BAGUA_SUCCESS;
+}
+
+// Waits for every bucket (even after a failure, so all are ready for the
+// next round) and returns the first failure.
+Status BucketComm::wait_all() {
+  BAGUA_TRY(check_bucket(0));
+  const auto deadline = TimelineClock::now() + std::chrono::milliseconds(options_.timeout_ms);
+  std::unique_lock lock(mutex_);
+  Status first = BAGUA_SUCCESS;
+  std::string message;
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    const Status s = wait_locked(lock, static_cast<int>(i), deadline);
+    if (s != BAGUA_SUCCESS && first == BAGUA_SUCCESS) {
+      first = s;
+      message = last_error_message();
+    }
+  }
+  if (first == BAGUA_SUCCESS) return BAGUA_SUCCESS;
+  return fail(first, "%s", message.c_str());
+}
+
+}  // namespace bagua

@@ -1,0 +1,119 @@
+// The bucketed communicator (doc/buckets.md): tensors registered in the
+// order they become ready are grouped into buckets of one datatype up to a
+// byte cap; when every tensor of a bucket is marked ready, the bucket's
+// algorithm runs on a worker thread of its own while the caller keeps
+// computing. Messages are tagged by bucket and call, so buckets may start in
+// a different order on every rank and run concurrently.
+#pragma once
+
+#include <mpi.h>
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../algo/bucket_algorithm.hpp"
+#include "options.hpp"
+#include "timeline.hpp"
+#include "worker_pool.hpp"
+
+namespace bagua {
+
+struct BucketAlgorithmChoice {
+  BucketAlgorithmKind kind = BucketAlgorithmKind::allreduce;
+  ReduceOp op = ReduceOp::avg;
+};
+
+struct BucketConfig {
+  size_t bucket_bytes;
+  bool flatten;
+  BucketAlgorithmChoice algorithm;
+};
+
+class BucketComm {
+ public:
+  // Collective over user_comm: duplicates it and creates a transport.
+  static Status create(MPI_Comm user_comm, const BucketConfig &config,
+                       std::unique_ptr<BucketComm> *out);
+  // Waits for buckets in flight, writes the timeline, frees the duplicate.
+  ~BucketComm();
+  BucketComm(const BucketComm &) = delete;
+  BucketComm &operator=(const BucketComm &) = delete;
+
+  Status register_tensor(void *ptr, size_t count, DType t, int *id);
+  // Collective: forms the buckets and checks that every rank formed the same.
+  Status finalize_registration(void **addresses, int *num_buckets);
+  Status tensor_bucket(int tensor, int *bucket);
+  Status set_algorithm(int bucket, BucketAlgorithmChoice choice);
+  Status mark_ready(int tensor);
+  Status wait(int bucket);
+  Status test(int bucket, bool *done);
+  Status wait_all();
+
+ private:
+  enum class State { collecting, running, done };
+  struct Tensor {
+    void *ptr;  // the user's address, or its place in the flattened bucket
+    size_t count;
+    DType dtype;
+    int bucket = -1;
+    size_t offset = 0;  // elements from the start of the bucket
+    bool ready = false;
+  };
+  struct Bucket {
+    DType dtype = DType::f32;
+    size_t count = 0;
+    std::vector<int> tensors;
+    std::vector<unsigned char> storage;  // flattened tensors, or the packing buffer
+    std::vector<unsigned char> scratch;
+    BucketAlgorithmChoice choice;
+    std::unique_ptr<BucketAlgorithm> algorithm;
+    size_t unready = 0;
+    State state = State::collecting;
+    uint64_t round = 0;
+    Status result = BAGUA_SUCCESS;
+    std::string message;
+    TimelineClock::time_point ready_at;
+  };
+
+  BucketComm(MPI_Comm dup, const BucketConfig &config, Options options,
+             std::unique_ptr<Transport> transport);
+
+  Status check_bucket(int bucket) const;
+  Status check_tensor(int tensor) const;
+  Status check_layout_agrees();
+  void form_buckets();
+  void lay_out_storage(void **addresses);
+  Status build_algorithm(Bucket &b, BucketAlgorithmChoice choice);
+  void submit(int bucket);
+  void run_bucket(int bucket);
+  Status execute(Bucket &b, TimelineTrack track);
+  void pack(Bucket &b);
+  void unpack(Bucket &b);
+  bool runs_on_storage(const Bucket &b) const;
+  uint32_t sequence(int bucket, uint64_t round) const;
+  Status wait_locked(std::unique_lock<std::mutex> &lock, int bucket,
+                     TimelineClock::time_point deadline);
+  Status consume(Bucket &b, int bucket);
+
+  const MPI_Comm dup_;
+  const BucketConfig config_;
+  const Options options_;
+  std::unique_ptr<Transport> transport_;
+  const int timeline_id_;
+  std::vector<Tensor> tensors_;
+  std::map<uintptr_t, int> by_address_;  // start address -> tensor, for overlap checks
+  std::vector<Bucket> buckets_;
+  bool finalized_ = false;
+  int bucket_bits_ = 0;  // tag bits taken by the bucket id
+
+  std::mutex mutex_;  // guards tensors' ready flags and buckets' states
+  std::condition_variable changed_;
+  Status broken_ = BAGUA_SUCCESS;
+  std::unique_ptr<WorkerPool> pool_;
+};
+
+}  // namespace bagua

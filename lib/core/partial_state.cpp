@@ -1,0 +1,154 @@
+#include "partial_state.hpp"
+
+#include <thread>
+
+#include "../transport/mpi_transport.hpp"
+
+namespace bagua {
+namespace {
+
+int delete_partial_state(MPI_Comm, int, void *value, void *) {
+  delete static_cast<PartialState *>(value);
+  return MPI_SUCCESS;
+}
+
+// Created once per process; like MPI's predefined keyvals it lives until
+// MPI_Finalize.
+int partial_keyval() {
+  static const int keyval = [] {
+    int k = MPI_KEYVAL_INVALID;
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &delete_partial_state, &k, nullptr);
+    return k;
+  }();
+  return keyval;
+}
+
+Status check_thread_level() {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_MULTIPLE)
+    return fail(BAGUA_ERR_THREAD_LEVEL,
+                "partial reduce runs a controller thread that calls MPI: initialise MPI with "
+                "MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...) (provided level: %d)",
+                provided);
+  return BAGUA_SUCCESS;
+}
+
+Status check_options(const PartialOptions &o, int size) {
+  if (o.controller_rank >= size)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "BAGUA_PARTIAL_CONTROLLER=%d is not a rank of a communicator of size %d",
+                o.controller_rank, size);
+  if (o.group_size > size)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "BAGUA_PARTIAL_GROUP_SIZE=%d exceeds the communicator size %d", o.group_size, size);
+  return BAGUA_SUCCESS;
+}
+
+// MPI_Comm_dup, bounded by the deadline (a rank that never makes its first
+// partial call must not hang the others).
+Status dup_with_deadline(MPI_Comm comm, const Deadline &deadline, MPI_Comm *out) {
+  MPI_Request req;
+  if (MPI_Comm_idup(comm, out, &req) != MPI_SUCCESS)
+    return fail(BAGUA_ERR_TRANSPORT, "partial reduce: MPI_Comm_idup failed");
+  for (int flag = 0; !flag;) {
+    if (MPI_Test(&req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return fail(BAGUA_ERR_TRANSPORT, "partial reduce: MPI_Comm_idup failed");
+    if (!flag && deadline.expired())
+      return fail(BAGUA_ERR_TIMEOUT,
+                  "partial reduce setup timed out: the first bagua_partial_reduce or "
+                  "bagua_partial_leave on a communicator is collective");
+    if (!flag) std::this_thread::yield();
+  }
+  MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
+  return BAGUA_SUCCESS;
+}
+
+PartialPolicy policy_of(const PartialOptions &o) {
+  return {o.min_group_size, double(o.deadline_ms), double(o.deadline_min_ms),
+          double(o.deadline_max_ms), o.tau};
+}
+
+}  // namespace
+
+Status PartialState::get(Communicator &comm, PartialState **out) {
+  void *value = nullptr;
+  int found = 0;
+  MPI_Comm_get_attr(comm.dup_comm(), partial_keyval(), &value, &found);
+  if (found) {
+    *out = static_cast<PartialState *>(value);
+    return BAGUA_SUCCESS;
+  }
+  const PartialOptions &o = comm.options().partial;
+  BAGUA_TRY(check_thread_level());
+  BAGUA_TRY(check_options(o, comm.size()));
+  MPI_Comm control_comm;
+  BAGUA_TRY(dup_with_deadline(comm.dup_comm(), Deadline::after_ms(comm.options().timeout_ms),
+                              &control_comm));
+  std::unique_ptr<Transport> control;
+  const Status s = mpi_transport_create(control_comm, &control);
+  if (s != BAGUA_SUCCESS) {
+    MPI_Comm_free(&control_comm);
+    return s;
+  }
+  auto *state = new PartialState(control_comm, std::move(control), o.controller_rank,
+                                 comm.options().timeout_ms);
+  if (comm.rank() == o.controller_rank)
+    state->controller_ = std::make_unique<PartialController>(*state->control_, policy_of(o));
+  MPI_Comm_set_attr(comm.dup_comm(), partial_keyval(), state);
+  *out = state;
+  return BAGUA_SUCCESS;
+}
+
+PartialState::PartialState(MPI_Comm control_comm, std::unique_ptr<Transport> control,
+                           int controller_rank, int64_t timeout_ms)
+    : control_comm_(control_comm),
+      control_(std::move(control)),
+      controller_rank_(controller_rank),
+      timeout_ms_(timeout_ms),
+      assignment_words_(partial_wire::assignment_words(control_->size())) {}
+
+PartialState::~PartialState() {
+  if (!left_) leave();
+  if (controller_) controller_->finish(Deadline::after_ms(timeout_ms_));
+  controller_.reset();
+  control_.reset();
+  MPI_Comm_free(&control_comm_);
+}
+
+Status PartialState::send_to_controller(partial_wire::Kind kind, int group_size,
+                                        const Deadline &deadline) {
+  request_words_ = {kind, group_size, iteration_};
+  Request send;
+  BAGUA_TRY(control_->isend(request_words_.data(), sizeof(request_words_), controller_rank_,
+                            partial_wire::to_controller(), &send));
+  return wait(*control_, send, deadline);
+}
+
+Status PartialState::ready(int group_size, PlannedGroup *out) {
+  const Deadline deadline = Deadline::after_ms(timeout_ms_);
+  Request recv;
+  BAGUA_TRY(control_->irecv(assignment_words_.data(), assignment_words_.size() * sizeof(int64_t),
+                            controller_rank_, partial_wire::to_member(), &recv));
+  Status s = send_to_controller(partial_wire::kReady, group_size, deadline);
+  if (s == BAGUA_SUCCESS) s = wait(*control_, recv, deadline);
+  if (s != BAGUA_SUCCESS) {
+    control_->abandon(&recv);
+    if (s == BAGUA_ERR_TIMEOUT)
+      fail(s,
+           "bagua_partial_reduce: no group formed within BAGUA_TIMEOUT_MS=%lld ms (controller "
+           "on rank %d; did a rank stop calling without bagua_partial_leave?)",
+           static_cast<long long>(timeout_ms_), controller_rank_);
+    return s;
+  }
+  ++iteration_;
+  return partial_wire::decode_assignment(assignment_words_, control_->size(), control_->rank(),
+                                         out);
+}
+
+Status PartialState::leave() {
+  left_ = true;
+  return send_to_controller(partial_wire::kLeave, 0, Deadline::after_ms(timeout_ms_));
+}
+
+}  // namespace bagua

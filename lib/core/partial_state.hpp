@@ -1,0 +1,54 @@
+// Per-communicator state of partial reduce: the controller's own duplicated
+// communicator and MPI transport (used from two threads on the controller
+// rank, hence MPI_THREAD_MULTIPLE), the controller thread on its rank, and
+// this rank's iteration count. Cached as an attribute of the communicator
+// state's duplicate, so it goes away with it.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <vector>
+
+#include "../algo/partial_controller.hpp"
+#include "comm.hpp"
+
+namespace bagua {
+
+class PartialState {
+ public:
+  // The state of `comm`, created on first use (collective over comm).
+  static Status get(Communicator &comm, PartialState **out);
+
+  // Leaves if this rank has not; on the controller rank waits (up to the
+  // timeout) until every rank has left, then stops the controller.
+  ~PartialState();
+  PartialState(const PartialState &) = delete;
+  PartialState &operator=(const PartialState &) = delete;
+
+  bool has_left() const { return left_; }
+  // Tells the controller this rank is ready with groups of `group_size` and
+  // waits for the group it was put in.
+  Status ready(int group_size, PlannedGroup *out);
+  // Tells the controller this rank makes no more calls.
+  Status leave();
+  std::vector<unsigned char> &scratch() { return scratch_; }
+
+ private:
+  PartialState(MPI_Comm control_comm, std::unique_ptr<Transport> control, int controller_rank,
+               int64_t timeout_ms);
+  Status send_to_controller(partial_wire::Kind kind, int group_size, const Deadline &deadline);
+
+  MPI_Comm control_comm_;
+  std::unique_ptr<Transport> control_;
+  std::unique_ptr<PartialController> controller_;  // on the controller rank only
+  const int controller_rank_;
+  const int64_t timeout_ms_;
+  int64_t iteration_ = 0;
+  bool left_ = false;
+  partial_wire::RequestWords request_words_{};
+  std::vector<int64_t> assignment_words_;
+  std::vector<unsigned char> scratch_;
+};
+
+}  // namespace bagua

@@ -1,0 +1,406 @@
+// Bucketed communicator and nonblocking collectives: results in closed form
+// on every rank, whatever order (and thread) each rank marks tensors ready in.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "helpers.hpp"
+
+namespace {
+
+void expect_error(int rc, int code, const char *words) {
+  INFO("message: " << bagua_last_error());
+  CHECK(rc == code);
+  CHECK(std::string(bagua_last_error()).find(words) != std::string::npos);
+}
+
+// Rank r's contribution to element i of tensor t in round k: small integers,
+// so sums are exact in float.
+float input(int rank, int tensor, size_t i, int round) {
+  return float((rank + 1) * ((tensor + static_cast<int>(i) + round) % 7 + 1));
+}
+// The sum over n ranks of input(r, ...).
+float expected_sum(int n, int tensor, size_t i, int round) {
+  return float(n * (n + 1) / 2 * ((tensor + static_cast<int>(i) + round) % 7 + 1));
+}
+
+// A model: float tensors of varied sizes, registered on a bucketed
+// communicator with a small cap so there are many buckets.
+struct Model {
+  std::vector<std::vector<float>> storage;
+  std::vector<float *> tensors;  // current addresses (moved by flattening)
+  bagua_bucket_comm *bc = nullptr;
+  int buckets = 0;
+
+  Model(int num_tensors, size_t bucket_bytes, int flatten, MPI_Op op = MPI_SUM) {
+    bagua_bucket_config config;
+    REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
+    config.bucket_bytes = bucket_bytes;
+    config.flatten = flatten;
+    config.algorithm.op = op;
+    REQUIRE(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc) == BAGUA_SUCCESS);
+    for (int t = 0; t < num_tensors; ++t) {
+      storage.emplace_back(static_cast<size_t>(17 + 41 * (t % 5)));
+      int id = -1;
+      REQUIRE(bagua_bucket_comm_register(bc, storage.back().data(),
+                                         static_cast<int>(storage.back().size()), MPI_FLOAT,
+                                         &id) == BAGUA_SUCCESS);
+      REQUIRE(id == t);
+    }
+    std::vector<void *> addrs(storage.size());
+    REQUIRE(bagua_bucket_comm_finalize_registration(bc, addrs.data(), &buckets) == BAGUA_SUCCESS);
+    for (void *a : addrs) tensors.push_back(static_cast<float *>(a));
+  }
+  ~Model() { bagua_bucket_comm_destroy(bc); }
+  size_t size(int t) const { return storage[t].size(); }
+
+  void fill(int rank, int round) {
+    for (size_t t = 0; t < tensors.size(); ++t)
+      for (size_t i = 0; i < size(int(t)); ++i) tensors[t][i] = input(rank, int(t), i, round);
+  }
+  bool check_sum(int n, int round, double divisor = 1) {
+    for (size_t t = 0; t < tensors.size(); ++t)
+      for (size_t i = 0; i < size(int(t)); ++i) {
+        const double want = expected_sum(n, int(t), i, round) / divisor;
+        if (std::fabs(tensors[t][i] - want) > 1e-6 * want) {
+          UNSCOPED_INFO("tensor " << t << " [" << i << "] = " << tensors[t][i] << ", want "
+                                  << want);
+          return false;
+        }
+      }
+    return true;
+  }
+};
+
+// A permutation of 0..n-1 that differs between ranks and rounds.
+std::vector<int> ready_order(int n, int rank, int round) {
+  std::vector<int> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937 rng(static_cast<unsigned>(rank * 7919 + round));
+  std::shuffle(order.begin(), order.end(), rng);
+  return order;
+}
+
+}  // namespace
+
+TEST_CASE("buckets: out-of-order ready marks give exact sums on every rank", "[buckets]") {
+  const int rank = test::world_rank(), n = test::world_size();
+  for (int flatten : {0, 1}) {
+    INFO("flatten " << flatten);
+    Model m(24, 1024, flatten);
+    CHECK(m.buckets > 4);
+    for (int round = 0; round < 3; ++round) {
+      m.fill(rank, round);
+      for (int t : ready_order(24, rank, round))
+        REQUIRE(bagua_bucket_comm_mark_ready(m.bc, t) == BAGUA_SUCCESS);
+      REQUIRE(bagua_bucket_comm_wait_all(m.bc) == BAGUA_SUCCESS);
+      CHECK(test::all_ranks(m.check_sum(n, round)));
+    }
+  }
+}
+
+TEST_CASE("buckets: marks from several threads, average, wait and test per bucket",
+          "[buckets]") {
+  const int rank = test::world_rank(), n = test::world_size();
+  Model m(16, 512, 0, BAGUA_AVG);
+  for (int round = 0; round < 3; ++round) {
+    m.fill(rank, round);
+    const std::vector<int> order = ready_order(16, rank, round);
+    // Two threads mark alternate entries of this rank's order.
+    std::vector<std::thread> markers;
+    for (int part = 0; part < 2; ++part)
+      markers.emplace_back([&, part] {
+        for (size_t k = static_cast<size_t>(part); k < order.size(); k += 2)
+          CHECK(bagua_bucket_comm_mark_ready(m.bc, order[k]) == BAGUA_SUCCESS);
+      });
+    for (std::thread &t : markers) t.join();
+    // Odd rounds poll with test, even rounds wait bucket by bucket (last first).
+    for (int b = m.buckets - 1; b >= 0; --b) {
+      if (round % 2 == 0) {
+        REQUIRE(bagua_bucket_comm_wait(m.bc, b) == BAGUA_SUCCESS);
+        continue;
+      }
+      int flag = 0;
+      while (!flag) REQUIRE(bagua_bucket_comm_test(m.bc, b, &flag) == BAGUA_SUCCESS);
+    }
+    CHECK(test::all_ranks(m.check_sum(n, round, n)));
+  }
+}
+
+TEST_CASE("buckets: many buckets in flight at once", "[buckets]") {
+  const int rank = test::world_rank(), n = test::world_size();
+  Model m(64, 64, 1);  // every tensor is its own bucket
+  REQUIRE(m.buckets == 64);
+  m.fill(rank, 5);
+  // Odd ranks mark in reverse order, so every bucket is started somewhere
+  // before its peers reach it.
+  for (int k = 0; k < 64; ++k)
+    REQUIRE(bagua_bucket_comm_mark_ready(m.bc, rank % 2 ? 63 - k : k) == BAGUA_SUCCESS);
+  REQUIRE(bagua_bucket_comm_wait_all(m.bc) == BAGUA_SUCCESS);
+  CHECK(test::all_ranks(m.check_sum(n, 5)));
+}
+
+TEST_CASE("buckets: mixed algorithms and datatypes in one model", "[buckets]") {
+  const int rank = test::world_rank(), n = test::world_size();
+  constexpr size_t kCount = 3000;
+  bagua_bucket_comm *bc = nullptr;
+  // Three float tensors of 12 KB each in buckets of 16 KB: one bucket each;
+  // then a double tensor (a datatype change starts a new bucket).
+  std::vector<std::vector<float>> f(3, std::vector<float>(kCount));
+  std::vector<double> d(kCount);
+  bagua_bucket_config config;
+  REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
+  config.bucket_bytes = 16384;
+  REQUIRE(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc) == BAGUA_SUCCESS);
+  int id = 0, buckets = 0;
+  for (auto &v : f)
+    REQUIRE(bagua_bucket_comm_register(bc, v.data(), int(kCount), MPI_FLOAT, &id) ==
+            BAGUA_SUCCESS);
+  REQUIRE(bagua_bucket_comm_register(bc, d.data(), int(kCount), MPI_DOUBLE, &id) ==
+          BAGUA_SUCCESS);
+  REQUIRE(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets) == BAGUA_SUCCESS);
+  REQUIRE(buckets == 4);
+  int bucket = -1;
+  REQUIRE(bagua_bucket_comm_tensor_bucket(bc, 3, &bucket) == BAGUA_SUCCESS);
+  CHECK(bucket == 3);
+  const bagua_bucket_algorithm_config exact_sum{BAGUA_BUCKET_ALLREDUCE, MPI_SUM};
+  const bagua_bucket_algorithm_config q8_avg{BAGUA_BUCKET_ALLREDUCE_Q8, BAGUA_AVG};
+  const bagua_bucket_algorithm_config fp16_avg{BAGUA_BUCKET_ALLREDUCE_FP16, BAGUA_AVG};
+  REQUIRE(bagua_bucket_comm_set_algorithm(bc, 0, &exact_sum) == BAGUA_SUCCESS);
+  REQUIRE(bagua_bucket_comm_set_algorithm(bc, 1, &q8_avg) == BAGUA_SUCCESS);
+  REQUIRE(bagua_bucket_comm_set_algorithm(bc, 2, &fp16_avg) == BAGUA_SUCCESS);
+  // Bucket 3 keeps the default: exact average.
+  for (int round = 0; round < 2; ++round) {
+    for (size_t i = 0; i < kCount; ++i) {
+      for (auto &v : f) v[i] = input(rank, 0, i, round);
+      d[i] = input(rank, 1, i, round);
+    }
+    for (int t : ready_order(4, rank, round))
+      REQUIRE(bagua_bucket_comm_mark_ready(bc, t) == BAGUA_SUCCESS);
+    REQUIRE(bagua_bucket_comm_wait_all(bc) == BAGUA_SUCCESS);
+    // q8: each value quantized at most twice, inputs span at most 7 * n.
+    const double q8_tol = 2.0 * 7 * n / 510 + 1e-3, fp16_tol = 1e-2;
+    bool ok = true;
+    for (size_t i = 0; i < kCount; ++i) {
+      const double sum = expected_sum(n, 0, i, round), avg = sum / n;
+      ok = ok && f[0][i] == float(sum);
+      ok = ok && std::fabs(f[1][i] - avg) <= q8_tol;
+      ok = ok && std::fabs(f[2][i] - avg) <= fp16_tol * avg;
+      ok = ok && std::fabs(d[i] - expected_sum(n, 1, i, round) / n) <= 1e-12;
+    }
+    CHECK(test::all_ranks(ok));
+  }
+  REQUIRE(bagua_bucket_comm_destroy(bc) == BAGUA_SUCCESS);
+}
+
+TEST_CASE("buckets: registration and usage errors are clear", "[buckets][errors]") {
+  bagua_bucket_comm *bc = nullptr;
+  expect_error(bagua_bucket_comm_create(MPI_COMM_NULL, nullptr, &bc), BAGUA_ERR_INVALID_ARGUMENT,
+               "MPI_COMM_NULL");
+  CHECK(bc == nullptr);
+  expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, nullptr, nullptr),
+               BAGUA_ERR_INVALID_ARGUMENT, "out is NULL");
+  expect_error(bagua_bucket_config_init(nullptr), BAGUA_ERR_INVALID_ARGUMENT, "config is NULL");
+  bagua_bucket_config config;
+  REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
+  CHECK(config.bucket_bytes == BAGUA_BUCKET_DEFAULT_BYTES);
+  config.bucket_bytes = 0;
+  expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc),
+               BAGUA_ERR_INVALID_ARGUMENT, "bucket_bytes");
+  REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
+  config.flatten = 2;
+  expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc),
+               BAGUA_ERR_INVALID_ARGUMENT, "flatten");
+  REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
+  config.algorithm.algorithm = static_cast<bagua_bucket_algorithm>(42);
+  expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc),
+               BAGUA_ERR_INVALID_ARGUMENT, "algorithm 42");
+  REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
+  config.algorithm.op = MPI_PROD;
+  expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc), BAGUA_ERR_UNSUPPORTED_OP,
+               "op");
+
+  // Marks never made: wait gives up after BAGUA_TIMEOUT_MS (read at create).
+  int id = -1, buckets = 0;
+  std::vector<float> a(100), b(100);
+  setenv("BAGUA_TIMEOUT_MS", "200", 1);
+  REQUIRE(bagua_bucket_comm_create(MPI_COMM_WORLD, nullptr, &bc) == BAGUA_SUCCESS);
+  unsetenv("BAGUA_TIMEOUT_MS");
+  REQUIRE(bagua_bucket_comm_register(bc, a.data(), 10, MPI_FLOAT, &id) == BAGUA_SUCCESS);
+  REQUIRE(bagua_bucket_comm_register(bc, b.data(), 10, MPI_FLOAT, &id) == BAGUA_SUCCESS);
+  REQUIRE(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets) == BAGUA_SUCCESS);
+  REQUIRE(bagua_bucket_comm_mark_ready(bc, 0) == BAGUA_SUCCESS);
+  expect_error(bagua_bucket_comm_wait_all(bc), BAGUA_ERR_TIMEOUT, "first: tensor 1");
+  REQUIRE(bagua_bucket_comm_destroy(bc) == BAGUA_SUCCESS);
+
+  REQUIRE(bagua_bucket_comm_create(MPI_COMM_WORLD, nullptr, &bc) == BAGUA_SUCCESS);
+  std::vector<double> c(10);
+  expect_error(bagua_bucket_comm_wait_all(bc), BAGUA_ERR_INVALID_ARGUMENT, "nothing to wait for");
+  expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets),
+               BAGUA_ERR_INVALID_ARGUMENT, "no tensor");
+  expect_error(bagua_bucket_comm_register(nullptr, a.data(), 100, MPI_FLOAT, &id),
+               BAGUA_ERR_INVALID_ARGUMENT, "bc is NULL");
+  expect_error(bagua_bucket_comm_register(bc, nullptr, 100, MPI_FLOAT, &id),
+               BAGUA_ERR_INVALID_ARGUMENT, "ptr is NULL");
+  expect_error(bagua_bucket_comm_register(bc, a.data(), -1, MPI_FLOAT, &id),
+               BAGUA_ERR_INVALID_ARGUMENT, "negative");
+  expect_error(bagua_bucket_comm_register(bc, a.data(), 100, MPI_INT, &id),
+               BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
+  expect_error(bagua_bucket_comm_register(bc, a.data(), 100, MPI_FLOAT, nullptr),
+               BAGUA_ERR_INVALID_ARGUMENT, "tensor_id is NULL");
+  REQUIRE(bagua_bucket_comm_register(bc, a.data() + 10, 50, MPI_FLOAT, &id) == BAGUA_SUCCESS);
+  expect_error(bagua_bucket_comm_register(bc, a.data(), 11, MPI_FLOAT, &id),
+               BAGUA_ERR_INVALID_ARGUMENT, "overlaps tensor 0");
+  expect_error(bagua_bucket_comm_register(bc, a.data() + 59, 2, MPI_FLOAT, &id),
+               BAGUA_ERR_INVALID_ARGUMENT, "overlaps tensor 0");
+  expect_error(bagua_bucket_comm_register(bc, a.data() + 20, 1, MPI_FLOAT, &id),
+               BAGUA_ERR_INVALID_ARGUMENT, "overlaps tensor 0");
+  REQUIRE(bagua_bucket_comm_register(bc, a.data(), 10, MPI_FLOAT, &id) == BAGUA_SUCCESS);
+  REQUIRE(bagua_bucket_comm_register(bc, a.data() + 60, 40, MPI_FLOAT, &id) == BAGUA_SUCCESS);
+  REQUIRE(bagua_bucket_comm_register(bc, c.data(), 10, MPI_DOUBLE, &id) == BAGUA_SUCCESS);
+  REQUIRE(bagua_bucket_comm_register(bc, b.data(), 100, MPI_FLOAT, &id) == BAGUA_SUCCESS);
+  expect_error(bagua_bucket_comm_mark_ready(bc, 0), BAGUA_ERR_INVALID_ARGUMENT,
+               "finalize_registration");
+  REQUIRE(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets) == BAGUA_SUCCESS);
+  // A datatype change closes a bucket: floats, the double, floats.
+  CHECK(buckets == 3);
+  expect_error(bagua_bucket_comm_register(bc, b.data(), 1, MPI_FLOAT, &id),
+               BAGUA_ERR_INVALID_ARGUMENT, "already finalized");
+  expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets),
+               BAGUA_ERR_INVALID_ARGUMENT, "already finalized");
+  expect_error(bagua_bucket_comm_mark_ready(bc, 5), BAGUA_ERR_INVALID_ARGUMENT, "unknown");
+  expect_error(bagua_bucket_comm_mark_ready(bc, -1), BAGUA_ERR_INVALID_ARGUMENT, "unknown");
+  expect_error(bagua_bucket_comm_wait(bc, 3), BAGUA_ERR_INVALID_ARGUMENT, "does not exist");
+  int flag = 0;
+  expect_error(bagua_bucket_comm_test(bc, 0, nullptr), BAGUA_ERR_INVALID_ARGUMENT, "flag");
+  const bagua_bucket_algorithm_config q8{BAGUA_BUCKET_ALLREDUCE_Q8, BAGUA_AVG};
+  const bagua_bucket_algorithm_config q8_max{BAGUA_BUCKET_ALLREDUCE_Q8, MPI_MAX};
+  expect_error(bagua_bucket_comm_set_algorithm(bc, 1, &q8), BAGUA_ERR_UNSUPPORTED_DATATYPE,
+               "bucket 1");
+  expect_error(bagua_bucket_comm_set_algorithm(bc, -1, &q8), BAGUA_ERR_UNSUPPORTED_DATATYPE,
+               "bucket 1");
+  expect_error(bagua_bucket_comm_set_algorithm(bc, 0, &q8_max), BAGUA_ERR_UNSUPPORTED_OP,
+               "MPI_SUM or BAGUA_AVG");
+  expect_error(bagua_bucket_comm_set_algorithm(bc, 0, nullptr), BAGUA_ERR_INVALID_ARGUMENT,
+               "algorithm is NULL");
+  // Bucket 0 holds tensors 0..2: mark two of them.
+  REQUIRE(bagua_bucket_comm_mark_ready(bc, 0) == BAGUA_SUCCESS);
+  REQUIRE(bagua_bucket_comm_mark_ready(bc, 1) == BAGUA_SUCCESS);
+  expect_error(bagua_bucket_comm_mark_ready(bc, 1), BAGUA_ERR_INVALID_ARGUMENT,
+               "already marked ready");
+  expect_error(bagua_bucket_comm_set_algorithm(bc, 0, &q8), BAGUA_ERR_INVALID_ARGUMENT,
+               "between rounds");
+  REQUIRE(bagua_bucket_comm_test(bc, 0, &flag) == BAGUA_SUCCESS);
+  CHECK(flag == 0);
+  REQUIRE(bagua_bucket_comm_mark_ready(bc, 2) == BAGUA_SUCCESS);
+  REQUIRE(bagua_bucket_comm_wait(bc, 0) == BAGUA_SUCCESS);
+  // The round ended: tensors can be marked again.
+  REQUIRE(bagua_bucket_comm_mark_ready(bc, 1) == BAGUA_SUCCESS);
+  CHECK(bagua_bucket_comm_destroy(bc) == BAGUA_SUCCESS);
+  CHECK(bagua_bucket_comm_destroy(nullptr) == BAGUA_SUCCESS);
+}
+
+TEST_CASE("buckets: ranks that register different tensors get a mismatch",
+          "[buckets][errors]") {
+  if (test::world_size() < 2) return;
+  bagua_bucket_comm *bc = nullptr;
+  REQUIRE(bagua_bucket_comm_create(MPI_COMM_WORLD, nullptr, &bc) == BAGUA_SUCCESS);
+  std::vector<float> a(20);
+  int id = 0, buckets = 0;
+  REQUIRE(bagua_bucket_comm_register(bc, a.data(), 10 + (test::world_rank() == 0), MPI_FLOAT,
+                                     &id) == BAGUA_SUCCESS);
+  expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets),
+               BAGUA_ERR_MISMATCH, "different tensors");
+  bagua_bucket_comm_destroy(bc);
+}
+
+TEST_CASE("iallreduce: requests complete with MPI_Wait, MPI_Waitall and MPI_Test",
+          "[iallreduce]") {
+  const int rank = test::world_rank(), n = test::world_size();
+  constexpr int kCalls = 6;
+  std::vector<std::vector<float>> send(kCalls), recv(kCalls);
+  std::vector<MPI_Request> requests(kCalls);
+  // Sizes on both sides of the ring threshold; the last call is in place.
+  for (int c = 0; c < kCalls; ++c) {
+    const size_t count = c % 2 ? 50000 : 33;
+    send[c].resize(count);
+    recv[c].resize(count);
+    for (size_t i = 0; i < count; ++i) send[c][i] = input(rank, c, i, 0);
+    if (c == kCalls - 1) recv[c] = send[c];
+    const void *src = c == kCalls - 1 ? MPI_IN_PLACE : send[c].data();
+    REQUIRE(bagua_iallreduce(src, recv[c].data(), int(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                             &requests[c]) == BAGUA_SUCCESS);
+  }
+  REQUIRE(MPI_Wait(&requests[0], MPI_STATUS_IGNORE) == MPI_SUCCESS);
+  CHECK(requests[0] == MPI_REQUEST_NULL);
+  int done = 0;
+  while (!done) REQUIRE(MPI_Test(&requests[1], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS);
+  REQUIRE(MPI_Waitall(kCalls - 2, requests.data() + 2, MPI_STATUSES_IGNORE) == MPI_SUCCESS);
+  bool ok = true;
+  for (int c = 0; c < kCalls; ++c)
+    for (size_t i = 0; i < recv[c].size(); ++i) ok = ok && recv[c][i] == expected_sum(n, c, i, 0);
+  CHECK(test::all_ranks(ok));
+
+  std::vector<float> q(4096), q_out(4096);
+  for (size_t i = 0; i < q.size(); ++i) q[i] = input(rank, 0, i, 0);
+  MPI_Request r;
+  REQUIRE(bagua_iallreduce_q8(q.data(), q_out.data(), 4096, MPI_FLOAT, BAGUA_AVG, MPI_COMM_WORLD,
+                              &r) == BAGUA_SUCCESS);
+  REQUIRE(MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS);
+  ok = true;
+  for (size_t i = 0; i < q.size(); ++i)
+    ok = ok && std::fabs(q_out[i] - expected_sum(n, 0, i, 0) / n) <= 2.0 * 7 * n / 510 + 1e-3;
+  CHECK(test::all_ranks(ok));
+}
+
+TEST_CASE("iallreduce: bad arguments are refused before starting", "[iallreduce][errors]") {
+  float a[8] = {}, b[8] = {};
+  MPI_Request r = MPI_REQUEST_NULL;
+  expect_error(bagua_iallreduce(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, nullptr),
+               BAGUA_ERR_INVALID_ARGUMENT, "request is NULL");
+  expect_error(bagua_iallreduce(nullptr, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r),
+               BAGUA_ERR_INVALID_ARGUMENT, "sendbuf is NULL");
+  CHECK(r == MPI_REQUEST_NULL);
+  expect_error(bagua_iallreduce(a, b, -1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r),
+               BAGUA_ERR_INVALID_ARGUMENT, "negative");
+  expect_error(bagua_iallreduce(a, b, 8, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r),
+               BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
+  expect_error(bagua_iallreduce(a, b, 8, MPI_FLOAT, MPI_PROD, MPI_COMM_WORLD, &r),
+               BAGUA_ERR_UNSUPPORTED_OP, "op");
+  expect_error(bagua_iallreduce(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_NULL, &r),
+               BAGUA_ERR_INVALID_ARGUMENT, "MPI_COMM_NULL");
+  double d[8] = {};
+  expect_error(bagua_iallreduce_q8(d, d, 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r),
+               BAGUA_ERR_UNSUPPORTED_DATATYPE, "MPI_FLOAT");
+  expect_error(bagua_iallreduce_q8(a, b, 8, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD, &r),
+               BAGUA_ERR_UNSUPPORTED_OP, "MPI_SUM or BAGUA_AVG");
+}
+
+TEST_CASE("buckets and iallreduce: a thousand rounds leave nothing behind",
+          "[buckets][iallreduce][leaks]") {
+  const int rank = test::world_rank(), n = test::world_size();
+  constexpr int kRounds = 1000;
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  Model m(4, 200, 0);
+  bool ok = true;
+  for (int round = 0; round < kRounds; ++round) {
+    m.fill(rank, round);
+    for (int t : {3, 1, 2, 0}) REQUIRE(bagua_bucket_comm_mark_ready(m.bc, t) == BAGUA_SUCCESS);
+    float x = float(rank + round), y = 0;
+    MPI_Request r;
+    REQUIRE(bagua_iallreduce(&x, &y, 1, MPI_FLOAT, MPI_SUM, comm, &r) == BAGUA_SUCCESS);
+    REQUIRE(bagua_bucket_comm_wait_all(m.bc) == BAGUA_SUCCESS);
+    REQUIRE(MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS);
+    ok = ok && y == float(n * (n - 1) / 2 + n * round) && m.check_sum(n, round);
+  }
+  CHECK(test::all_ranks(ok));
+  MPI_Comm_free(&comm);  // frees the nonblocking state of comm
+  // Bucketed communicators created and destroyed repeatedly.
+  for (int k = 0; k < 20; ++k) Model again(3, 100, k % 2);
+}

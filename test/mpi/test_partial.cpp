@@ -1,0 +1,313 @@
+// bagua_partial_reduce: group results against closed forms computed from the
+// group info, info consistency across members (gathered with MPI), group
+// formation under injected delays, connectivity within tau groups, early
+// leavers, P = N against allreduce, and argument errors.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <numeric>
+#include <string>
+#include <thread>
+
+#include "helpers.hpp"
+
+using test::Type;
+
+namespace {
+
+constexpr int kMaxRanks = 8;
+
+// Small integers: sums of a few are exact in every type.
+double input(int rank, long long iteration, size_t i) {
+  return double((rank * 5 + iteration * 3 + static_cast<long long>(i)) % 11) + 1.0;
+}
+
+// What one rank saw in one call, in a form MPI can gather.
+struct Record {
+  int rank = -1;
+  int call = -1;
+  long long group_id = -1;
+  int size = 0;
+  int bridging = 0;
+  int members[kMaxRanks] = {};
+  long long iterations[kMaxRanks] = {};
+  double weights[kMaxRanks] = {};
+};
+
+Record record_of(int call, const bagua_group_info &info) {
+  Record r;
+  r.rank = test::world_rank();
+  r.call = call;
+  r.group_id = info.group_id;
+  r.size = info.size;
+  r.bridging = info.bridging;
+  for (int i = 0; i < info.size && i < kMaxRanks; ++i) {
+    r.members[i] = info.members[i];
+    r.iterations[i] = info.iterations[i];
+    r.weights[i] = info.weights[i];
+  }
+  return r;
+}
+
+// Every rank's records (each rank made `calls` calls).
+std::vector<Record> gather(const std::vector<Record> &mine) {
+  std::vector<Record> all(mine.size() * size_t(test::world_size()));
+  MPI_Allgather(mine.data(), int(mine.size() * sizeof(Record)), MPI_BYTE, all.data(),
+                int(mine.size() * sizeof(Record)), MPI_BYTE, MPI_COMM_WORLD);
+  return all;
+}
+
+// The uniform average of the members' inputs, divided once in the type.
+double uniform_expected(Type t, const bagua_group_info &info, size_t i) {
+  double sum = 0;
+  for (int m = 0; m < info.size; ++m) sum += input(info.members[m], info.iterations[m], i);
+  if (t == Type::f64) return sum / info.size;
+  return test::TypedBuffer::round(t, double(float(sum) / float(info.size)));
+}
+
+// One call with this rank's inputs for `call`; returns the wrong elements.
+size_t call_and_check(MPI_Comm comm, Type t, size_t count, int group_size, int call,
+                      bagua_group_info *info) {
+  const int rank = test::world_rank();
+  const bool in_place = call % 2 == 1;
+  test::TypedBuffer send(t, count), recv(t, count);
+  test::TypedBuffer &in = in_place ? recv : send;
+  for (size_t i = 0; i < count; ++i) in.set(i, input(rank, call, i));
+  const int rc = bagua_partial_reduce(in_place ? MPI_IN_PLACE : send.data(), recv.data(),
+                                      int(count), test::mpi_type(t), group_size, comm, info);
+  INFO("rank " << rank << " call " << call << ": " << bagua_last_error());
+  REQUIRE(rc == BAGUA_SUCCESS);
+  size_t wrong = 0;
+  for (size_t i = 0; i < count; ++i) wrong += recv.get(i) != uniform_expected(t, *info, i);
+  return wrong;
+}
+
+bool same_group(const Record &a, const Record &b) {
+  return a.size == b.size && a.bridging == b.bridging &&
+         std::equal(a.members, a.members + a.size, b.members) &&
+         std::equal(a.iterations, a.iterations + a.size, b.iterations) &&
+         std::equal(a.weights, a.weights + a.size, b.weights);
+}
+
+// Records grouped by group id, checked for consistency: every member reports
+// the same info, lists itself with its own call number, and every member of
+// a group reported it.
+std::map<long long, Record> check_consistent(const std::vector<Record> &all) {
+  std::map<long long, Record> groups;
+  std::map<long long, int> reports;
+  for (const Record &r : all) {
+    INFO("rank " << r.rank << " call " << r.call << " group " << r.group_id);
+    const auto self = std::find(r.members, r.members + r.size, r.rank);
+    REQUIRE(self != r.members + r.size);
+    CHECK(r.iterations[self - r.members] == r.call);
+    CHECK(std::is_sorted(r.members, r.members + r.size));
+    auto [it, fresh] = groups.emplace(r.group_id, r);
+    if (!fresh) CHECK(same_group(it->second, r));
+    ++reports[r.group_id];
+  }
+  for (const auto &[id, g] : groups) CHECK(reports[id] == g.size);
+  // Ids are the sequence 0, 1, ... with no gap.
+  long long expect_id = 0;
+  for (const auto &entry : groups) CHECK(entry.first == expect_id++);
+  return groups;
+}
+
+void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+void expect_error(int rc, int code, const char *words) {
+  INFO("message: " << bagua_last_error());
+  CHECK(rc == code);
+  CHECK(std::string(bagua_last_error()).find(words) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("members receive exactly their group's average and agree on the info", "[partial]") {
+  const int calls = 4;
+  for (Type t : {Type::f32, Type::f64, Type::f16, Type::bf16})
+    for (size_t count : {size_t(7), size_t(50000)}) {
+      test::ScopedComm comm({{"BAGUA_SEGMENT_BYTES", "16384"}});
+      std::vector<Record> mine;
+      for (int call = 0; call < calls; ++call) {
+        INFO(test::type_name(t) << " count " << count);
+        bagua_group_info info;
+        CHECK(call_and_check(comm.get(), t, count, 0, call, &info) == 0);
+        CHECK(info.size <= (test::world_size() + 1) / 2);  // default P, no bridging needed
+        mine.push_back(record_of(call, info));
+      }
+      const auto groups = check_consistent(gather(mine));
+      for (const auto &[id, g] : groups)
+        for (int m = 0; m < g.size; ++m) CHECK(g.weights[m] == 1.0 / g.size);
+    }
+}
+
+TEST_CASE("staleness-aware weights follow 1 / (1 + staleness), normalised", "[partial]") {
+  test::ScopedComm comm({{"BAGUA_PARTIAL_WEIGHTS", "staleness"}});
+  const int rank = test::world_rank();
+  const size_t count = 5;
+  for (int call = 0; call < 6; ++call) {
+    sleep_ms(3 * rank);  // later ranks fall behind
+    std::vector<double> data(count);
+    for (size_t i = 0; i < count; ++i) data[i] = input(rank, call, i);
+    bagua_group_info info;
+    REQUIRE(bagua_partial_reduce(MPI_IN_PLACE, data.data(), int(count), MPI_DOUBLE, 2, comm.get(),
+                                 &info) == BAGUA_SUCCESS);
+    const long long newest = *std::max_element(info.iterations, info.iterations + info.size);
+    double total = 0;
+    for (int m = 0; m < info.size; ++m) total += 1.0 / double(1 + newest - info.iterations[m]);
+    for (int m = 0; m < info.size; ++m) {
+      CHECK(info.staleness[m] == newest - info.iterations[m]);
+      CHECK(info.weights[m] == Approx(1.0 / double(1 + info.staleness[m]) / total));
+    }
+    for (size_t i = 0; i < count; ++i) {
+      double expected = 0;
+      for (int m = 0; m < info.size; ++m)
+        expected += info.weights[m] * input(info.members[m], info.iterations[m], i);
+      CHECK(data[i] == Approx(expected).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("delayed ranks: fast ranks pair up, and tau forces a bridging group", "[partial]") {
+  const int n = test::world_size(), rank = test::world_rank();
+  if (n < 2) return;
+  const int p = n / 2, tau = 3, calls = 8;
+  // Groups close only at P (or as bridges): the deadline is far away.
+  test::ScopedComm comm({{"BAGUA_PARTIAL_TAU", "3"},
+                         {"BAGUA_PARTIAL_DEADLINE_MS", "100000"},
+                         {"BAGUA_PARTIAL_DEADLINE_MAX_MS", "100000"}});
+  const bool fast = rank < p;
+  std::vector<Record> mine;
+  bagua_group_info info;
+  // Call 0 gathers everybody (P = n), so all start together and connected.
+  CHECK(call_and_check(comm.get(), Type::f64, 3, n, 0, &info) == 0);
+  CHECK(info.size == n);
+  mine.push_back(record_of(0, info));
+  for (int call = 1; call <= calls; ++call) {
+    if (!fast) sleep_ms(40);
+    CHECK(call_and_check(comm.get(), Type::f64, 3, p, call, &info) == 0);
+    mine.push_back(record_of(call, info));
+  }
+  REQUIRE(bagua_partial_leave(comm.get()) == BAGUA_SUCCESS);
+  const auto all = gather(mine);
+  const auto groups = check_consistent(all);
+
+  // Until the first rank's last group, every rank took part: replay the
+  // controller's rule (a window of groups ends when the graph connects) and
+  // check no window outgrows tau groups.
+  long long bound = groups.rbegin()->first;
+  for (int r = 0; r < n; ++r)
+    bound = std::min(bound, all[size_t(r) * (calls + 1) + calls].group_id);
+  std::vector<int> parent(static_cast<size_t>(n));
+  auto find = [&](int x) {
+    while (parent[x] != x) x = parent[x];
+    return x;
+  };
+  std::iota(parent.begin(), parent.end(), 0);
+  int window = 0;
+  bool fast_group = false, bridged = false;
+  for (const auto &[id, g] : groups) {
+    const bool all_fast = std::all_of(g.members, g.members + g.size, [&](int m) { return m < p; });
+    fast_group = fast_group || (all_fast && g.size == p);
+    bridged = bridged || (g.bridging && !all_fast && g.members[0] < p);
+    if (id > bound) continue;
+    for (int m = 1; m < g.size; ++m) parent[find(g.members[m])] = find(g.members[0]);
+    ++window;
+    bool connected = true;
+    for (int r = 1; r < n; ++r) connected = connected && find(r) == find(0);
+    INFO("group " << id);
+    if (connected) {
+      std::iota(parent.begin(), parent.end(), 0);
+      window = 0;
+    } else {
+      CHECK(window < tau);
+    }
+  }
+  CHECK(fast_group);  // the fast ranks formed a group of P among themselves
+  CHECK(bridged);     // and a bridge joined them with slow ranks
+}
+
+TEST_CASE("ranks leaving early never block the others", "[partial]") {
+  const int n = test::world_size(), rank = test::world_rank();
+  // P = n and a deadline far beyond the timeout: groups can only close
+  // because the controller stops waiting for departed ranks.
+  test::ScopedComm comm(
+      {{"BAGUA_PARTIAL_DEADLINE_MS", "100000"}, {"BAGUA_PARTIAL_DEADLINE_MAX_MS", "100000"}});
+  const int calls = 2 + rank;  // rank 0, the controller's rank, leaves first
+  for (int call = 0; call < calls; ++call) {
+    bagua_group_info info;
+    CHECK(call_and_check(comm.get(), Type::f32, 9, n, call, &info) == 0);
+    // Ranks r with 2 + r > call are still calling.
+    CHECK(info.size == n - std::max(0, call - 1));
+  }
+  REQUIRE(bagua_partial_leave(comm.get()) == BAGUA_SUCCESS);
+  float x = 1;
+  expect_error(bagua_partial_reduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, 0, comm.get(), nullptr),
+               BAGUA_ERR_INVALID_ARGUMENT, "already called bagua_partial_leave");
+  expect_error(bagua_partial_leave(comm.get()), BAGUA_ERR_INVALID_ARGUMENT, "already called");
+}
+
+TEST_CASE("P = N gives exactly allreduce's average", "[partial]") {
+  const int n = test::world_size();
+  test::ScopedComm comm(
+      {{"BAGUA_PARTIAL_DEADLINE_MS", "100000"}, {"BAGUA_PARTIAL_DEADLINE_MAX_MS", "100000"}});
+  for (size_t count : {size_t(5), size_t(100003)}) {
+    std::vector<float> data(count), by_allreduce(count), by_partial(count);
+    for (size_t i = 0; i < count; ++i)
+      data[i] = 1.0f / float(1 + test::world_rank() + i % 1000) + 1e-3f * float(i % 7);
+    REQUIRE(bagua_allreduce(data.data(), by_allreduce.data(), int(count), MPI_FLOAT, BAGUA_AVG,
+                            comm.get()) == BAGUA_SUCCESS);
+    bagua_group_info info;
+    REQUIRE(bagua_partial_reduce(data.data(), by_partial.data(), int(count), MPI_FLOAT, n,
+                                 comm.get(), &info) == BAGUA_SUCCESS);
+    CHECK(info.size == n);
+    CHECK(std::memcmp(by_allreduce.data(), by_partial.data(), count * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("partial reduce rejects bad arguments with clear errors", "[partial]") {
+  const int n = test::world_size();
+  float a[4] = {}, b[4] = {};
+  bagua_group_info info;
+  expect_error(bagua_partial_reduce(a, b, 4, MPI_FLOAT, -1, MPI_COMM_WORLD, &info),
+               BAGUA_ERR_INVALID_ARGUMENT, "group_size -1");
+  expect_error(bagua_partial_reduce(a, b, 4, MPI_FLOAT, n + 1, MPI_COMM_WORLD, &info),
+               BAGUA_ERR_INVALID_ARGUMENT, "group_size");
+  expect_error(bagua_partial_reduce(nullptr, b, 4, MPI_FLOAT, 1, MPI_COMM_WORLD, &info),
+               BAGUA_ERR_INVALID_ARGUMENT, "sendbuf is NULL");
+  expect_error(bagua_partial_reduce(a, nullptr, 4, MPI_FLOAT, 1, MPI_COMM_WORLD, &info),
+               BAGUA_ERR_INVALID_ARGUMENT, "recvbuf is NULL");
+  expect_error(bagua_partial_reduce(a, b, -1, MPI_FLOAT, 1, MPI_COMM_WORLD, &info),
+               BAGUA_ERR_INVALID_ARGUMENT, "negative");
+  expect_error(bagua_partial_reduce(a, b, 4, MPI_INT, 1, MPI_COMM_WORLD, &info),
+               BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
+  expect_error(bagua_partial_reduce(a, b, 4, MPI_FLOAT, 1, MPI_COMM_NULL, &info),
+               BAGUA_ERR_INVALID_ARGUMENT, "MPI_COMM_NULL");
+  expect_error(bagua_partial_leave(MPI_COMM_NULL), BAGUA_ERR_INVALID_ARGUMENT, "MPI_COMM_NULL");
+}
+
+TEST_CASE("out-of-range partial options are clear errors", "[partial]") {
+  const std::string n_text = std::to_string(test::world_size());
+  const std::pair<const char *, std::string> bad[] = {
+      {"BAGUA_PARTIAL_TAU", "0"},
+      {"BAGUA_PARTIAL_MIN_GROUP_SIZE", "0"},
+      {"BAGUA_PARTIAL_DEADLINE_MIN_MS", "50"},  // above the 10 ms deadline
+      {"BAGUA_PARTIAL_WEIGHTS", "newest"},
+      {"BAGUA_PARTIAL_CONTROLLER", n_text},
+      {"BAGUA_PARTIAL_GROUP_SIZE", std::to_string(test::world_size() + 1)},
+  };
+  for (const auto &[name, value] : bad) {
+    INFO(name << "=" << value);
+    setenv(name, value.c_str(), 1);
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    float x = 1;
+    expect_error(bagua_partial_reduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, 0, comm, nullptr),
+                 BAGUA_ERR_INVALID_ARGUMENT, name);
+    unsetenv(name);
+    MPI_Comm_free(&comm);
+  }
+}
