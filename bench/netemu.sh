@@ -8,6 +8,9 @@
 #   -n RANKS  number of emulated hosts, one rank each (default 4)
 #   -r RATE   link rate in tc syntax: 100mbit, 1gbit, 10gbit (default 1gbit)
 #   -m ARGS   extra mpirun arguments (e.g. "--mca coll_tuned_use_dynamic_rules 1")
+# Every rank inherits this script's environment: set BAGUA_* variables on its
+# command line (BAGUA_TRANSPORT=ucx bench/netemu.sh ...), not with -m "-x ...",
+# which Open MPI applies to the first program of the MPMD line only.
 # Needs root, network namespaces, veth, bridge and the tbf qdisc. Only one
 # emulated network runs at a time (a lock file serializes callers).
 set -euo pipefail
@@ -21,7 +24,7 @@ SUBNET=10.77.0
 LOCK=/run/bagua-netemu.lock
 
 usage() {
-  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 

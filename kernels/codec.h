@@ -32,9 +32,6 @@ constexpr uint32_t kDefaultSignBlock = 2048;
 // True when block_elems is a power of two in [kMinBlockElems, kMaxBlockElems].
 bool block_size_valid(uint32_t block_elems);
 
-// Supported element types for inputs and outputs: f32, f16, bf16.
-bool dtype_supported(DType t);
-
 // q8: 1 byte per element plus a 16-byte header per block. Encoded sizes are 0
 // for an invalid block size.
 size_t q8_encoded_bytes(size_t count, uint32_t block_elems);

@@ -193,7 +193,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
     for (const auto &[name, rate] : rates_) {
       if (name.rfind("BM_memcpy", 0) == 0) memcpy_rate = rate;
     }
-    std::printf("\n%-50s %8s %10s\n", "benchmark (64 MiB float32 input)", "GB/s", "x memcpy");
+    std::printf("\n%-64s %8s %10s\n", "benchmark (64 MiB float32 input)", "GB/s", "x memcpy");
     for (const auto &[name, rate] : rates_) {
       std::printf("%-64s %8.2f %10.2f\n", name.c_str(), rate / 1e9,
                   memcpy_rate > 0 ? rate / memcpy_rate : 0.0);

@@ -19,8 +19,6 @@ const char *codec_status_name(CodecStatus s) {
 
 bool block_size_valid(uint32_t block_elems) { return block_elems_valid(block_elems); }
 
-bool dtype_supported(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
-
 }  // namespace bagua::codec
 
 namespace bagua::codec::cpu {

@@ -95,8 +95,8 @@ std::unique_ptr<BucketAlgorithm> make_bucket_algorithm(const BucketAlgorithmSpec
     case BucketAlgorithmKind::allreduce:
       return std::make_unique<ExactAllreduce>(spec.op, spec.ring);
     case BucketAlgorithmKind::allreduce_q8:
-      return std::make_unique<CompressedAllreduce>("allreduce_q8",
-                                                   make_q8_codec(spec.codec_block), divisor);
+      return std::make_unique<CompressedAllreduce>("allreduce_q8", make_q8_codec(spec.codec_block),
+                                                   divisor);
     case BucketAlgorithmKind::allreduce_fp16: {
       // As bagua_allreduce_fp16: scale by 1/n so a sum of n float16 values
       // stays in range; an average already is.

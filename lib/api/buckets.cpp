@@ -1,9 +1,10 @@
 // C entry points of the bucketed communicator and the nonblocking
 // collectives.
-#include "../core/bucket_comm.hpp"
+#include <cstring>
 
 #include "../algo/compressed.hpp"
 #include "../base/env.hpp"
+#include "../core/bucket_comm.hpp"
 #include "../core/nonblocking.hpp"
 #include "../core/runtime.hpp"
 #include "guard.hpp"
@@ -29,13 +30,18 @@ Status named(const char *fn, Status s) {
 
 Status algorithm_from_c(const char *fn, const bagua_bucket_algorithm_config &in,
                         BucketAlgorithmChoice *out) {
-  switch (in.algorithm) {
+  // Read as an int: a C caller may pass any value, which is not a valid
+  // value of the enum type in C++.
+  int algorithm = 0;
+  static_assert(sizeof algorithm == sizeof in.algorithm);
+  std::memcpy(&algorithm, &in.algorithm, sizeof algorithm);
+  switch (algorithm) {
     case BAGUA_BUCKET_ALLREDUCE: out->kind = BucketAlgorithmKind::allreduce; break;
     case BAGUA_BUCKET_ALLREDUCE_Q8: out->kind = BucketAlgorithmKind::allreduce_q8; break;
     case BAGUA_BUCKET_ALLREDUCE_FP16: out->kind = BucketAlgorithmKind::allreduce_fp16; break;
     default:
       return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: algorithm %d is not a bagua_bucket_algorithm",
-                  fn, static_cast<int>(in.algorithm));
+                  fn, algorithm);
   }
   const Status s = op_from_mpi(in.op, &out->op);
   if (s != BAGUA_SUCCESS) return named(fn, s);
@@ -60,7 +66,8 @@ Status bucket_comm_create(MPI_Comm comm, const bagua_bucket_config *config,
   if (out == nullptr) return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
   *out = nullptr;
   BAGUA_TRY(runtime_ensure());
-  if (comm == MPI_COMM_NULL) return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: comm is MPI_COMM_NULL", fn);
+  if (comm == MPI_COMM_NULL)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: comm is MPI_COMM_NULL", fn);
   int is_inter = 0;
   if (MPI_Comm_test_inter(comm, &is_inter) != MPI_SUCCESS || is_inter)
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: comm is not a valid intra-communicator", fn);
@@ -70,8 +77,7 @@ Status bucket_comm_create(MPI_Comm comm, const bagua_bucket_config *config,
   if (c.bucket_bytes == 0)
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: config->bucket_bytes is 0", fn);
   if (c.flatten != 0 && c.flatten != 1)
-    return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: config->flatten is %d, not 0 or 1", fn,
-                c.flatten);
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: config->flatten is %d, not 0 or 1", fn, c.flatten);
   BucketConfig internal{c.bucket_bytes, c.flatten == 1, {}};
   BAGUA_TRY(algorithm_from_c(fn, c.algorithm, &internal.algorithm));
   auto handle = std::make_unique<bagua_bucket_comm>();
@@ -153,8 +159,8 @@ Status q8_body(const ReductionCall &call, NonblockingComm &c, CollectiveBody *ou
                 "BAGUA_BFLOAT16 (got %s)",
                 dtype_name(call.dtype));
   if (call.op != ReduceOp::sum && call.op != ReduceOp::avg)
-    return fail(BAGUA_ERR_UNSUPPORTED_OP, "bagua_iallreduce_q8: op must be MPI_SUM or BAGUA_AVG (got %s)",
-                op_name(call.op));
+    return fail(BAGUA_ERR_UNSUPPORTED_OP,
+                "bagua_iallreduce_q8: op must be MPI_SUM or BAGUA_AVG (got %s)", op_name(call.op));
   const CompressedArgs args{call.src,   call.dtype, call.dst,
                             call.dtype, call.count, call.op == ReduceOp::avg ? c.size() : 1};
   std::shared_ptr<ChunkCodec> codec =
@@ -187,9 +193,8 @@ extern "C" int bagua_bucket_comm_destroy(bagua_bucket_comm *bc) {
 
 extern "C" int bagua_bucket_comm_register(bagua_bucket_comm *bc, void *ptr, int count,
                                           MPI_Datatype datatype, int *tensor_id) {
-  return guard("bagua_bucket_comm_register", [&] {
-    return bagua::bucket_comm_register(bc, ptr, count, datatype, tensor_id);
-  });
+  return guard("bagua_bucket_comm_register",
+               [&] { return bagua::bucket_comm_register(bc, ptr, count, datatype, tensor_id); });
 }
 
 extern "C" int bagua_bucket_comm_finalize_registration(bagua_bucket_comm *bc, void **tensor_addrs,

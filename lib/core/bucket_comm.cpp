@@ -79,8 +79,12 @@ Status BucketComm::create(MPI_Comm user_comm, const BucketConfig &config,
 
 BucketComm::BucketComm(MPI_Comm dup, const BucketConfig &config, Options options,
                        std::unique_ptr<Transport> transport)
-    : dup_(dup), config_(config), options_(options), transport_(std::move(transport)),
-      timeline_id_(Timeline::get().next_comm_id()), pool_(std::make_unique<WorkerPool>()) {}
+    : dup_(dup),
+      config_(config),
+      options_(options),
+      transport_(std::move(transport)),
+      timeline_id_(Timeline::get().next_comm_id()),
+      pool_(std::make_unique<WorkerPool>()) {}
 
 BucketComm::~BucketComm() {
   pool_.reset();  // buckets in flight finish first
@@ -104,8 +108,7 @@ Status BucketComm::register_tensor(void *ptr, size_t count, DType t, int *id) {
                   "bagua_bucket_comm_register: the tensor overlaps tensor %d", next->second);
     if (next != by_address_.begin()) {
       const Tensor &before = tensors_[std::prev(next)->second];
-      if (reinterpret_cast<uintptr_t>(before.ptr) + before.count * dtype_size(before.dtype) >
-          start)
+      if (reinterpret_cast<uintptr_t>(before.ptr) + before.count * dtype_size(before.dtype) > start)
         return fail(BAGUA_ERR_INVALID_ARGUMENT,
                     "bagua_bucket_comm_register: the tensor overlaps tensor %d",
                     std::prev(next)->second);
@@ -172,7 +175,8 @@ Status BucketComm::check_layout_agrees() {
   const auto local = static_cast<int64_t>(hash >> 2);
   int64_t mine[2] = {local, -local}, all[2] = {0, 0};
   if (MPI_Allreduce(mine, all, 2, MPI_INT64_T, MPI_MAX, dup_) != MPI_SUCCESS)
-    return fail(BAGUA_ERR_TRANSPORT, "bagua_bucket_comm_finalize_registration: MPI_Allreduce failed");
+    return fail(BAGUA_ERR_TRANSPORT,
+                "bagua_bucket_comm_finalize_registration: MPI_Allreduce failed");
   if (all[0] != local || -all[1] != local)
     return fail(BAGUA_ERR_MISMATCH,
                 "bagua_bucket_comm_finalize_registration: ranks registered different tensors "
@@ -195,6 +199,24 @@ Status BucketComm::build_algorithm(Bucket &b, BucketAlgorithmChoice choice) {
   return BAGUA_SUCCESS;
 }
 
+// The formed buckets are usable: not too many for the tag space, the same on
+// every rank, and each supports the default algorithm.
+Status BucketComm::check_buckets() {
+  constexpr const char *fn = "bagua_bucket_comm_finalize_registration";
+  if (buckets_.size() > kMaxBuckets)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "%s: %zu buckets exceed the limit of %zu; raise bucket_bytes", fn, buckets_.size(),
+                kMaxBuckets);
+  BAGUA_TRY(check_layout_agrees());
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    const Status s = build_algorithm(buckets_[i], config_.algorithm);
+    if (s != BAGUA_SUCCESS)
+      return fail(s, "%s: default algorithm for bucket %zu: %s", fn, i,
+                  std::string(last_error_message()).c_str());
+  }
+  return BAGUA_SUCCESS;
+}
+
 Status BucketComm::finalize_registration(void **addresses, int *num_buckets) {
   if (finalized_)
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
@@ -203,20 +225,10 @@ Status BucketComm::finalize_registration(void **addresses, int *num_buckets) {
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
                 "bagua_bucket_comm_finalize_registration: no tensor was registered");
   form_buckets();
-  if (buckets_.size() > kMaxBuckets) {
-    const size_t n = buckets_.size();
-    buckets_.clear();
-    return fail(BAGUA_ERR_INVALID_ARGUMENT,
-                "bagua_bucket_comm_finalize_registration: %zu buckets exceed the limit of %zu; "
-                "raise bucket_bytes",
-                n, kMaxBuckets);
-  }
-  BAGUA_TRY(check_layout_agrees());
-  for (size_t i = 0; i < buckets_.size(); ++i) {
-    const Status s = build_algorithm(buckets_[i], config_.algorithm);
-    if (s != BAGUA_SUCCESS)
-      return fail(s, "bagua_bucket_comm_finalize_registration: default algorithm for bucket %zu: %s",
-                  i, std::string(last_error_message()).c_str());
+  const Status s = check_buckets();
+  if (s != BAGUA_SUCCESS) {
+    buckets_.clear();  // registration stays open
+    return s;
   }
   bucket_bits_ = std::bit_width(buckets_.size() - 1);
   lay_out_storage(addresses);
@@ -282,8 +294,10 @@ Status BucketComm::mark_ready(int tensor) {
   BAGUA_TRY(check_tensor(tensor));
   std::lock_guard lock(mutex_);
   if (broken_ != BAGUA_SUCCESS)
-    return fail(BAGUA_ERR_COMM_BROKEN, "an earlier bucket failed with '%s'; destroy this "
-                "bucketed communicator", bagua_error_string(broken_));
+    return fail(BAGUA_ERR_COMM_BROKEN,
+                "an earlier bucket failed with '%s'; destroy this "
+                "bucketed communicator",
+                bagua_error_string(broken_));
   Tensor &t = tensors_[tensor];
   if (t.ready)
     return fail(BAGUA_ERR_INVALID_ARGUMENT,

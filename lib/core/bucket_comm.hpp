@@ -85,6 +85,7 @@ class BucketComm {
   Status check_bucket(int bucket) const;
   Status check_tensor(int tensor) const;
   Status check_layout_agrees();
+  Status check_buckets();
   void form_buckets();
   void lay_out_storage(void **addresses);
   Status build_algorithm(Bucket &b, BucketAlgorithmChoice choice);

@@ -44,10 +44,22 @@ Status check_mpi_initialized() {
   return BAGUA_SUCCESS;
 }
 
+Status require_thread_multiple(const char *feature) {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_MULTIPLE)
+    return fail(BAGUA_ERR_THREAD_LEVEL,
+                "%s calls MPI from a background thread: initialise MPI with "
+                "MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...) (provided level: %d)",
+                feature, provided);
+  return BAGUA_SUCCESS;
+}
+
 Communicator::Communicator(MPI_Comm dup, Options options, std::unique_ptr<Transport> transport)
     : dup_(dup), options_(options), transport_(std::move(transport)) {}
 
 Communicator::~Communicator() {
+  for (auto &extension : extensions_) extension.reset();
   transport_.reset();
   MPI_Comm_free(&dup_);
 }

@@ -18,6 +18,14 @@ namespace bagua {
 
 class Hierarchy;
 
+// State of one collective family that lives as long as its communicator
+// (partial reduce's controller, a progress engine, ...). Destroyed before the
+// communicator's transport and duplicate.
+class CommExtension {
+ public:
+  virtual ~CommExtension() = default;
+};
+
 class Communicator {
  public:
   // The state of `user_comm`, created (collectively) on first use.
@@ -48,6 +56,20 @@ class Communicator {
   // (collectively) on the first call that needs them.
   Status hierarchy(Hierarchy **out);
 
+  // The extension of family `key`, created by `make(Communicator&,
+  // std::unique_ptr<T>*)` on first use.
+  template <class T, class Make>
+  Status extension(Channel key, Make make, T **out) {
+    std::unique_ptr<CommExtension> &slot = extensions_[static_cast<size_t>(key)];
+    if (!slot) {
+      std::unique_ptr<T> created;
+      BAGUA_TRY(make(*this, &created));
+      slot = std::move(created);
+    }
+    *out = static_cast<T *>(slot.get());
+    return BAGUA_SUCCESS;
+  }
+
  private:
   Communicator(MPI_Comm dup, Options options, std::unique_ptr<Transport> transport);
 
@@ -58,9 +80,14 @@ class Communicator {
   std::vector<unsigned char> scratch_;
   Status broken_ = BAGUA_SUCCESS;
   std::unique_ptr<Hierarchy> hierarchy_;
+  std::array<std::unique_ptr<CommExtension>, 16> extensions_;
 };
 
 // MPI must be initialised and not finalised.
 Status check_mpi_initialized();
+
+// Features that call MPI from a background thread need MPI_THREAD_MULTIPLE;
+// `feature` names the caller in the error message.
+Status require_thread_multiple(const char *feature);
 
 }  // namespace bagua

@@ -102,8 +102,7 @@ int cancel_nothing(void *, int) { return MPI_SUCCESS; }
 Status NonblockingComm::get(MPI_Comm user_comm, NonblockingComm **out) {
   BAGUA_TRY(runtime_ensure());
   BAGUA_TRY(check_thread_level());
-  if (user_comm == MPI_COMM_NULL)
-    return fail(BAGUA_ERR_INVALID_ARGUMENT, "comm is MPI_COMM_NULL");
+  if (user_comm == MPI_COMM_NULL) return fail(BAGUA_ERR_INVALID_ARGUMENT, "comm is MPI_COMM_NULL");
   int is_inter = 0;
   if (MPI_Comm_test_inter(user_comm, &is_inter) != MPI_SUCCESS || is_inter)
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "comm is not a valid intra-communicator");
@@ -140,7 +139,9 @@ Status NonblockingComm::get(MPI_Comm user_comm, NonblockingComm **out) {
 
 NonblockingComm::NonblockingComm(MPI_Comm dup, Options options,
                                  std::unique_ptr<Transport> transport)
-    : dup_(dup), options_(options), transport_(std::move(transport)),
+    : dup_(dup),
+      options_(options),
+      transport_(std::move(transport)),
       pool_(std::make_unique<WorkerPool>()) {}
 
 NonblockingComm::~NonblockingComm() {

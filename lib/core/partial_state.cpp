@@ -7,33 +7,6 @@
 namespace bagua {
 namespace {
 
-int delete_partial_state(MPI_Comm, int, void *value, void *) {
-  delete static_cast<PartialState *>(value);
-  return MPI_SUCCESS;
-}
-
-// Created once per process; like MPI's predefined keyvals it lives until
-// MPI_Finalize.
-int partial_keyval() {
-  static const int keyval = [] {
-    int k = MPI_KEYVAL_INVALID;
-    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &delete_partial_state, &k, nullptr);
-    return k;
-  }();
-  return keyval;
-}
-
-Status check_thread_level() {
-  int provided = MPI_THREAD_SINGLE;
-  MPI_Query_thread(&provided);
-  if (provided < MPI_THREAD_MULTIPLE)
-    return fail(BAGUA_ERR_THREAD_LEVEL,
-                "partial reduce runs a controller thread that calls MPI: initialise MPI with "
-                "MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...) (provided level: %d)",
-                provided);
-  return BAGUA_SUCCESS;
-}
-
 Status check_options(const PartialOptions &o, int size) {
   if (o.controller_rank >= size)
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
@@ -72,15 +45,12 @@ PartialPolicy policy_of(const PartialOptions &o) {
 }  // namespace
 
 Status PartialState::get(Communicator &comm, PartialState **out) {
-  void *value = nullptr;
-  int found = 0;
-  MPI_Comm_get_attr(comm.dup_comm(), partial_keyval(), &value, &found);
-  if (found) {
-    *out = static_cast<PartialState *>(value);
-    return BAGUA_SUCCESS;
-  }
+  return comm.extension(Channel::partial_reduce, &PartialState::create, out);
+}
+
+Status PartialState::create(Communicator &comm, std::unique_ptr<PartialState> *out) {
   const PartialOptions &o = comm.options().partial;
-  BAGUA_TRY(check_thread_level());
+  BAGUA_TRY(require_thread_multiple("partial reduce (its controller thread)"));
   BAGUA_TRY(check_options(o, comm.size()));
   MPI_Comm control_comm;
   BAGUA_TRY(dup_with_deadline(comm.dup_comm(), Deadline::after_ms(comm.options().timeout_ms),
@@ -91,12 +61,11 @@ Status PartialState::get(Communicator &comm, PartialState **out) {
     MPI_Comm_free(&control_comm);
     return s;
   }
-  auto *state = new PartialState(control_comm, std::move(control), o.controller_rank,
-                                 comm.options().timeout_ms);
+  std::unique_ptr<PartialState> state(new PartialState(
+      control_comm, std::move(control), o.controller_rank, comm.options().timeout_ms));
   if (comm.rank() == o.controller_rank)
     state->controller_ = std::make_unique<PartialController>(*state->control_, policy_of(o));
-  MPI_Comm_set_attr(comm.dup_comm(), partial_keyval(), state);
-  *out = state;
+  *out = std::move(state);
   return BAGUA_SUCCESS;
 }
 

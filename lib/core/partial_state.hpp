@@ -1,8 +1,8 @@
 // Per-communicator state of partial reduce: the controller's own duplicated
 // communicator and MPI transport (used from two threads on the controller
 // rank, hence MPI_THREAD_MULTIPLE), the controller thread on its rank, and
-// this rank's iteration count. Cached as an attribute of the communicator
-// state's duplicate, so it goes away with it.
+// this rank's iteration count. An extension of the Communicator, so it goes
+// away with it.
 #pragma once
 
 #include <mpi.h>
@@ -15,14 +15,14 @@
 
 namespace bagua {
 
-class PartialState {
+class PartialState final : public CommExtension {
  public:
   // The state of `comm`, created on first use (collective over comm).
   static Status get(Communicator &comm, PartialState **out);
 
   // Leaves if this rank has not; on the controller rank waits (up to the
   // timeout) until every rank has left, then stops the controller.
-  ~PartialState();
+  ~PartialState() override;
   PartialState(const PartialState &) = delete;
   PartialState &operator=(const PartialState &) = delete;
 
@@ -35,6 +35,7 @@ class PartialState {
   std::vector<unsigned char> &scratch() { return scratch_; }
 
  private:
+  static Status create(Communicator &comm, std::unique_ptr<PartialState> *out);
   PartialState(MPI_Comm control_comm, std::unique_ptr<Transport> control, int controller_rank,
                int64_t timeout_ms);
   Status send_to_controller(partial_wire::Kind kind, int group_size, const Deadline &deadline);

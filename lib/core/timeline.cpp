@@ -95,8 +95,8 @@ Status Timeline::write(int rank) {
     std::fprintf(f, "%s%s\n", events[i].c_str(), i + 1 < events.size() ? "," : "");
   std::fprintf(f, "]}\n");
   const bool ok = std::fclose(f) == 0;
-  if (!ok) return fail(BAGUA_ERR_INVALID_ARGUMENT, "BAGUA_TIMELINE: writing '%s' failed",
-                       file.c_str());
+  if (!ok)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "BAGUA_TIMELINE: writing '%s' failed", file.c_str());
   return BAGUA_SUCCESS;
 }
 

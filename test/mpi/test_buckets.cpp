@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <string>
@@ -104,8 +105,7 @@ TEST_CASE("buckets: out-of-order ready marks give exact sums on every rank", "[b
   }
 }
 
-TEST_CASE("buckets: marks from several threads, average, wait and test per bucket",
-          "[buckets]") {
+TEST_CASE("buckets: marks from several threads, average, wait and test per bucket", "[buckets]") {
   const int rank = test::world_rank(), n = test::world_size();
   Model m(16, 512, 0, BAGUA_AVG);
   for (int round = 0; round < 3; ++round) {
@@ -126,7 +126,8 @@ TEST_CASE("buckets: marks from several threads, average, wait and test per bucke
         continue;
       }
       int flag = 0;
-      while (!flag) REQUIRE(bagua_bucket_comm_test(m.bc, b, &flag) == BAGUA_SUCCESS);
+      for (; !flag; std::this_thread::yield())
+        REQUIRE(bagua_bucket_comm_test(m.bc, b, &flag) == BAGUA_SUCCESS);
     }
     CHECK(test::all_ranks(m.check_sum(n, round, n)));
   }
@@ -159,10 +160,8 @@ TEST_CASE("buckets: mixed algorithms and datatypes in one model", "[buckets]") {
   REQUIRE(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc) == BAGUA_SUCCESS);
   int id = 0, buckets = 0;
   for (auto &v : f)
-    REQUIRE(bagua_bucket_comm_register(bc, v.data(), int(kCount), MPI_FLOAT, &id) ==
-            BAGUA_SUCCESS);
-  REQUIRE(bagua_bucket_comm_register(bc, d.data(), int(kCount), MPI_DOUBLE, &id) ==
-          BAGUA_SUCCESS);
+    REQUIRE(bagua_bucket_comm_register(bc, v.data(), int(kCount), MPI_FLOAT, &id) == BAGUA_SUCCESS);
+  REQUIRE(bagua_bucket_comm_register(bc, d.data(), int(kCount), MPI_DOUBLE, &id) == BAGUA_SUCCESS);
   REQUIRE(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets) == BAGUA_SUCCESS);
   REQUIRE(buckets == 4);
   int bucket = -1;
@@ -210,16 +209,17 @@ TEST_CASE("buckets: registration and usage errors are clear", "[buckets][errors]
   REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
   CHECK(config.bucket_bytes == BAGUA_BUCKET_DEFAULT_BYTES);
   config.bucket_bytes = 0;
-  expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc),
-               BAGUA_ERR_INVALID_ARGUMENT, "bucket_bytes");
+  expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc), BAGUA_ERR_INVALID_ARGUMENT,
+               "bucket_bytes");
   REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
   config.flatten = 2;
-  expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc),
-               BAGUA_ERR_INVALID_ARGUMENT, "flatten");
+  expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc), BAGUA_ERR_INVALID_ARGUMENT,
+               "flatten");
   REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
-  config.algorithm.algorithm = static_cast<bagua_bucket_algorithm>(42);
-  expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc),
-               BAGUA_ERR_INVALID_ARGUMENT, "algorithm 42");
+  const int bad_algorithm = 42;  // as a C caller could pass
+  std::memcpy(&config.algorithm.algorithm, &bad_algorithm, sizeof bad_algorithm);
+  expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc), BAGUA_ERR_INVALID_ARGUMENT,
+               "algorithm 42");
   REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
   config.algorithm.op = MPI_PROD;
   expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc), BAGUA_ERR_UNSUPPORTED_OP,
@@ -305,8 +305,7 @@ TEST_CASE("buckets: registration and usage errors are clear", "[buckets][errors]
   CHECK(bagua_bucket_comm_destroy(nullptr) == BAGUA_SUCCESS);
 }
 
-TEST_CASE("buckets: ranks that register different tensors get a mismatch",
-          "[buckets][errors]") {
+TEST_CASE("buckets: ranks that register different tensors get a mismatch", "[buckets][errors]") {
   if (test::world_size() < 2) return;
   bagua_bucket_comm *bc = nullptr;
   REQUIRE(bagua_bucket_comm_create(MPI_COMM_WORLD, nullptr, &bc) == BAGUA_SUCCESS);
@@ -314,13 +313,12 @@ TEST_CASE("buckets: ranks that register different tensors get a mismatch",
   int id = 0, buckets = 0;
   REQUIRE(bagua_bucket_comm_register(bc, a.data(), 10 + (test::world_rank() == 0), MPI_FLOAT,
                                      &id) == BAGUA_SUCCESS);
-  expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets),
-               BAGUA_ERR_MISMATCH, "different tensors");
+  expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets), BAGUA_ERR_MISMATCH,
+               "different tensors");
   bagua_bucket_comm_destroy(bc);
 }
 
-TEST_CASE("iallreduce: requests complete with MPI_Wait, MPI_Waitall and MPI_Test",
-          "[iallreduce]") {
+TEST_CASE("iallreduce: requests complete with MPI_Wait, MPI_Waitall and MPI_Test", "[iallreduce]") {
   const int rank = test::world_rank(), n = test::world_size();
   constexpr int kCalls = 6;
   std::vector<std::vector<float>> send(kCalls), recv(kCalls);
@@ -374,8 +372,8 @@ TEST_CASE("iallreduce: bad arguments are refused before starting", "[iallreduce]
                BAGUA_ERR_UNSUPPORTED_OP, "op");
   expect_error(bagua_iallreduce(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_NULL, &r),
                BAGUA_ERR_INVALID_ARGUMENT, "MPI_COMM_NULL");
-  double d[8] = {};
-  expect_error(bagua_iallreduce_q8(d, d, 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r),
+  double d[8] = {}, e[8] = {};
+  expect_error(bagua_iallreduce_q8(d, e, 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r),
                BAGUA_ERR_UNSUPPORTED_DATATYPE, "MPI_FLOAT");
   expect_error(bagua_iallreduce_q8(a, b, 8, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD, &r),
                BAGUA_ERR_UNSUPPORTED_OP, "MPI_SUM or BAGUA_AVG");
@@ -403,4 +401,24 @@ TEST_CASE("buckets and iallreduce: a thousand rounds leave nothing behind",
   MPI_Comm_free(&comm);  // frees the nonblocking state of comm
   // Bucketed communicators created and destroyed repeatedly.
   for (int k = 0; k < 20; ++k) Model again(3, 100, k % 2);
+}
+
+TEST_CASE("buckets: a default algorithm a bucket cannot run fails finalize, which can retry",
+          "[buckets][errors]") {
+  bagua_bucket_config config;
+  REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
+  config.algorithm = {BAGUA_BUCKET_ALLREDUCE_Q8, BAGUA_AVG};
+  bagua_bucket_comm *bc = nullptr;
+  REQUIRE(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc) == BAGUA_SUCCESS);
+  std::vector<double> d(8);
+  std::vector<float> f(8);
+  int id = 0, buckets = 0;
+  REQUIRE(bagua_bucket_comm_register(bc, d.data(), 8, MPI_DOUBLE, &id) == BAGUA_SUCCESS);
+  expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets),
+               BAGUA_ERR_UNSUPPORTED_DATATYPE, "bucket 0");
+  // Registration is still open.
+  REQUIRE(bagua_bucket_comm_register(bc, f.data(), 8, MPI_FLOAT, &id) == BAGUA_SUCCESS);
+  expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets),
+               BAGUA_ERR_UNSUPPORTED_DATATYPE, "bucket 0");
+  bagua_bucket_comm_destroy(bc);
 }
