@@ -4,72 +4,34 @@
 #include <cstring>
 
 #include "../algo/decentralized.hpp"
-#include "../transport/mpi_transport.hpp"
-#include "../transport/ucx_transport.hpp"
-#include "comm.hpp"
 
 namespace bagua {
-namespace {
-
-// The background thread makes MPI calls while the caller makes its own.
-Status check_thread_level(TransportKind kind) {
-  if (kind != TransportKind::mpi) return BAGUA_SUCCESS;
-  int provided = MPI_THREAD_SINGLE;
-  MPI_Query_thread(&provided);
-  if (provided < MPI_THREAD_MULTIPLE)
-    return fail(BAGUA_ERR_THREAD_LEVEL,
-                "bagua_async_average_create: the mpi transport needs MPI_THREAD_MULTIPLE "
-                "(initialise MPI with MPI_Init_thread) or set BAGUA_TRANSPORT=ucx");
-  return BAGUA_SUCCESS;
-}
-
-Status create_transport(TransportKind kind, MPI_Comm dup, std::unique_ptr<Transport> *out) {
-  return kind == TransportKind::ucx ? ucx_transport_create(dup, out)
-                                    : mpi_transport_create(dup, out);
-}
-
-}  // namespace
 
 Status AsyncAverager::create(void *buf, size_t count, DType t, int interval_ms, MPI_Comm user_comm,
                              std::unique_ptr<AsyncAverager> *out) {
   Communicator *c = nullptr;
   BAGUA_TRY(Communicator::get(user_comm, &c));
   BAGUA_TRY(c->check_usable());
-  const Options options = c->options();
-  BAGUA_TRY(check_thread_level(options.transport));
-  MPI_Comm dup;
-  if (MPI_Comm_dup(user_comm, &dup) != MPI_SUCCESS)
-    return fail(BAGUA_ERR_TRANSPORT, "bagua_async_average_create: MPI_Comm_dup failed");
-  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
-  std::unique_ptr<Transport> transport;
-  const Status s = create_transport(options.transport, dup, &transport);
-  if (s != BAGUA_SUCCESS) {
-    MPI_Comm_free(&dup);
-    return s;
-  }
-  out->reset(new AsyncAverager(buf, count, t, interval_ms, dup, options, std::move(transport)));
+  std::unique_ptr<Communicator> comm;
+  BAGUA_TRY(Communicator::create_private(
+      user_comm, "bagua_async_average_create (its averaging thread)", &comm));
+  out->reset(new AsyncAverager(buf, count, t, interval_ms, std::move(comm)));
   (*out)->start();
   return BAGUA_SUCCESS;
 }
 
-AsyncAverager::AsyncAverager(void *buf, size_t count, DType t, int interval_ms, MPI_Comm dup,
-                             Options options, std::unique_ptr<Transport> transport)
+AsyncAverager::AsyncAverager(void *buf, size_t count, DType t, int interval_ms,
+                             std::unique_ptr<Communicator> comm)
     : buf_(buf),
       count_(count),
       dtype_(t),
       interval_ms_(interval_ms),
-      dup_(dup),
-      options_(options),
-      transport_(std::move(transport)),
+      comm_(std::move(comm)),
       temp_(count * dtype_size(t)),
       reduced_(count * dtype_size(t)) {}
 
-AsyncAverager::~AsyncAverager() {
-  abort();
-  transport_.reset();
-  MPI_Comm comm = dup_;
-  MPI_Comm_free(&comm);
-}
+// comm_ is freed after the thread stopped, with the other members.
+AsyncAverager::~AsyncAverager() { abort(); }
 
 void AsyncAverager::start() {
   stop_requested_ = false;
@@ -98,17 +60,12 @@ void AsyncAverager::run() {
   exited_ = true;
 }
 
-AlgoContext AsyncAverager::next_context() {
-  return AlgoContext{*transport_, TagSpace::make(Channel::async_average, sequence_++),
-                     Deadline::after_ms(options_.timeout_ms), scratch_, options_.segment_bytes};
-}
-
 Status AsyncAverager::allreduce(const void *src, void *dst, size_t count, DType t, ReduceOp op) {
-  AlgoContext ctx = next_context();
+  AlgoContext ctx = comm_->next_call(Channel::async_average);
   const AllreduceArgs args{src, dst, count, t, op};
-  AllreduceAlgo algo = options_.allreduce_algo;
+  AllreduceAlgo algo = comm_->options().allreduce_algo;
   if (algo == AllreduceAlgo::automatic)
-    algo = count * dtype_size(t) >= options_.ring_threshold_bytes
+    algo = count * dtype_size(t) >= comm_->options().ring_threshold_bytes
                ? AllreduceAlgo::ring
                : AllreduceAlgo::recursive_doubling;
   return algo == AllreduceAlgo::ring ? allreduce_ring(ctx, args)

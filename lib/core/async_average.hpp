@@ -1,7 +1,7 @@
 // Asynchronous model averaging (algorithms.md section 5): a background thread
 // averages a registered buffer with all ranks every interval while the caller
-// keeps computing. The thread owns a duplicate of the user's communicator and
-// a transport of its own, so its messages never match the caller's.
+// keeps computing. The thread uses a private communicator state (its own
+// duplicate and transport), so its messages never match the caller's.
 #pragma once
 
 #include <mpi.h>
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "../algo/allreduce.hpp"
-#include "options.hpp"
+#include "comm.hpp"
 
 namespace bagua {
 
@@ -24,7 +24,7 @@ class AsyncAverager {
   // Collective over user_comm; the thread starts running at once.
   static Status create(void *buf, size_t count, DType t, int interval_ms, MPI_Comm user_comm,
                        std::unique_ptr<AsyncAverager> *out);
-  // Stops the thread (as abort) and frees the transport and communicator.
+  // Stops the thread (as abort), then frees the private communicator state.
   ~AsyncAverager();
   AsyncAverager(const AsyncAverager &) = delete;
   AsyncAverager &operator=(const AsyncAverager &) = delete;
@@ -38,12 +38,11 @@ class AsyncAverager {
   Status resume();
 
  private:
-  AsyncAverager(void *buf, size_t count, DType t, int interval_ms, MPI_Comm dup, Options options,
-                std::unique_ptr<Transport> transport);
+  AsyncAverager(void *buf, size_t count, DType t, int interval_ms,
+                std::unique_ptr<Communicator> comm);
 
   void start();
   void run();
-  AlgoContext next_context();
   Status allreduce(const void *src, void *dst, size_t count, DType t, ReduceOp op);
   Status agree_on_stop(bool *stop);
   Status average_once();
@@ -53,11 +52,9 @@ class AsyncAverager {
   const size_t count_;
   const DType dtype_;
   const int interval_ms_;
-  const MPI_Comm dup_;
-  const Options options_;
-  std::unique_ptr<Transport> transport_;
-  std::vector<unsigned char> scratch_, temp_, reduced_;
-  uint32_t sequence_ = 0;
+  // Used by the thread while it runs, by the caller while it does not.
+  std::unique_ptr<Communicator> comm_;
+  std::vector<unsigned char> temp_, reduced_;
 
   std::mutex weights_;  // the caller's lock: held while buf is read or updated
   std::mutex control_;  // guards stop_requested_

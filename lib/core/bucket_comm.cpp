@@ -3,10 +3,6 @@
 #include <bit>
 #include <cstring>
 
-#include "../transport/locked_transport.hpp"
-#include "../transport/mpi_transport.hpp"
-#include "../transport/ucx_transport.hpp"
-
 namespace bagua {
 namespace {
 
@@ -14,34 +10,6 @@ namespace {
 // the bucket's call counter the rest (at least 1 bit).
 constexpr int kSequenceBits = 15;
 constexpr size_t kMaxBuckets = size_t{1} << (kSequenceBits - 1);
-
-// The mpi transport is called from worker threads while the caller makes its
-// own MPI calls; the ucx transport makes no MPI calls after creation.
-Status check_thread_level(TransportKind kind) {
-  if (kind != TransportKind::mpi) return BAGUA_SUCCESS;
-  int provided = MPI_THREAD_SINGLE;
-  MPI_Query_thread(&provided);
-  if (provided < MPI_THREAD_MULTIPLE)
-    return fail(BAGUA_ERR_THREAD_LEVEL,
-                "bagua_bucket_comm_create: buckets run on background threads, so the mpi "
-                "transport needs MPI_THREAD_MULTIPLE (initialise MPI with MPI_Init_thread) "
-                "or set BAGUA_TRANSPORT=ucx");
-  return BAGUA_SUCCESS;
-}
-
-Status create_transport(TransportKind kind, MPI_Comm dup, std::unique_ptr<Transport> *out) {
-  std::unique_ptr<Transport> inner;
-  BAGUA_TRY(kind == TransportKind::ucx ? ucx_transport_create(dup, &inner)
-                                       : mpi_transport_create(dup, &inner));
-  *out = std::make_unique<LockedTransport>(std::move(inner));
-  return BAGUA_SUCCESS;
-}
-
-// Failures that leave messages in flight make the communicator unusable.
-bool breaks_comm(Status s) {
-  return s == BAGUA_ERR_TIMEOUT || s == BAGUA_ERR_TRANSPORT || s == BAGUA_ERR_MISMATCH ||
-         s == BAGUA_ERR_CORRUPT_DATA;
-}
 
 // Records the phases an algorithm reports on the bucket's timeline track.
 class TimelineSink final : public PhaseSink {
@@ -60,38 +28,23 @@ class TimelineSink final : public PhaseSink {
 
 Status BucketComm::create(MPI_Comm user_comm, const BucketConfig &config,
                           std::unique_ptr<BucketComm> *out) {
-  Options options;
-  BAGUA_TRY(options_load(&options));
-  BAGUA_TRY(check_thread_level(options.transport));
-  MPI_Comm dup;
-  if (MPI_Comm_dup(user_comm, &dup) != MPI_SUCCESS)
-    return fail(BAGUA_ERR_TRANSPORT, "bagua_bucket_comm_create: MPI_Comm_dup failed");
-  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
-  std::unique_ptr<Transport> transport;
-  const Status s = create_transport(options.transport, dup, &transport);
-  if (s != BAGUA_SUCCESS) {
-    MPI_Comm_free(&dup);
-    return s;
-  }
-  out->reset(new BucketComm(dup, config, options, std::move(transport)));
+  std::unique_ptr<Communicator> comm;
+  BAGUA_TRY(Communicator::create_private(user_comm, "bagua_bucket_comm_create (its bucket workers)",
+                                         &comm));
+  out->reset(new BucketComm(std::move(comm), config));
   return BAGUA_SUCCESS;
 }
 
-BucketComm::BucketComm(MPI_Comm dup, const BucketConfig &config, Options options,
-                       std::unique_ptr<Transport> transport)
-    : dup_(dup),
+BucketComm::BucketComm(std::unique_ptr<Communicator> comm, const BucketConfig &config)
+    : comm_(std::move(comm)),
       config_(config),
-      options_(options),
-      transport_(std::move(transport)),
       timeline_id_(Timeline::get().next_comm_id()),
       pool_(std::make_unique<WorkerPool>()) {}
 
+// comm_ is freed after the workers stopped, with the other members.
 BucketComm::~BucketComm() {
   pool_.reset();  // buckets in flight finish first
-  Timeline::get().write(transport_->rank());
-  transport_.reset();
-  MPI_Comm comm = dup_;
-  MPI_Comm_free(&comm);
+  Timeline::get().write(comm_->rank());
 }
 
 Status BucketComm::register_tensor(void *ptr, size_t count, DType t, int *id) {
@@ -174,7 +127,7 @@ Status BucketComm::check_layout_agrees() {
   }
   const auto local = static_cast<int64_t>(hash >> 2);
   int64_t mine[2] = {local, -local}, all[2] = {0, 0};
-  if (MPI_Allreduce(mine, all, 2, MPI_INT64_T, MPI_MAX, dup_) != MPI_SUCCESS)
+  if (MPI_Allreduce(mine, all, 2, MPI_INT64_T, MPI_MAX, comm_->dup_comm()) != MPI_SUCCESS)
     return fail(BAGUA_ERR_TRANSPORT,
                 "bagua_bucket_comm_finalize_registration: MPI_Allreduce failed");
   if (all[0] != local || -all[1] != local)
@@ -186,13 +139,14 @@ Status BucketComm::check_layout_agrees() {
 
 Status BucketComm::build_algorithm(Bucket &b, BucketAlgorithmChoice choice) {
   const size_t bytes = b.count * dtype_size(b.dtype);
-  AllreduceAlgo exact = options_.allreduce_algo;
+  const Options &options = comm_->options();
+  AllreduceAlgo exact = options.allreduce_algo;
   if (exact == AllreduceAlgo::automatic)
-    exact = bytes >= options_.ring_threshold_bytes ? AllreduceAlgo::ring
-                                                   : AllreduceAlgo::recursive_doubling;
+    exact = bytes >= options.ring_threshold_bytes ? AllreduceAlgo::ring
+                                                  : AllreduceAlgo::recursive_doubling;
   const BucketAlgorithmSpec spec{choice.kind, choice.op, exact == AllreduceAlgo::ring,
-                                 static_cast<uint32_t>(options_.compressed.codec_block),
-                                 transport_->size()};
+                                 static_cast<uint32_t>(options.compressed.codec_block),
+                                 comm_->size()};
   BAGUA_TRY(check_bucket_algorithm(spec, b.dtype));
   b.algorithm = make_bucket_algorithm(spec);
   b.choice = choice;
@@ -359,8 +313,10 @@ Status BucketComm::execute(Bucket &b, TimelineTrack track) {
   if (runs_on_storage(b) && !config_.flatten)
     timeline.span(track, "pack", round, begin, TimelineClock::now());
   void *data = runs_on_storage(b) ? b.storage.data() : tensors_[b.tensors.front()].ptr;
-  AlgoContext ctx{*transport_, TagSpace::make(Channel::bucket, sequence(track.bucket, round)),
-                  Deadline::after_ms(options_.timeout_ms), b.scratch, options_.segment_bytes};
+  const Options &options = comm_->options();
+  AlgoContext ctx{comm_->transport(),
+                  TagSpace::make(Channel::bucket, sequence(track.bucket, round)),
+                  Deadline::after_ms(options.timeout_ms), b.scratch, options.segment_bytes};
   TimelineSink sink(track, round);
   begin = TimelineClock::now();
   const Status s = b.algorithm->run(ctx, BucketBuffer{data, b.count, b.dtype}, round,
@@ -392,7 +348,7 @@ void BucketComm::run_bucket(int bucket) {
   std::lock_guard lock(mutex_);
   b.result = s;
   b.message = s == BAGUA_SUCCESS ? "" : last_error_message();
-  if (breaks_comm(s) && broken_ == BAGUA_SUCCESS) broken_ = s;
+  if (Communicator::breaks(s) && broken_ == BAGUA_SUCCESS) broken_ = s;
   b.state = State::done;
   changed_.notify_all();
 }
@@ -426,7 +382,7 @@ Status BucketComm::wait_locked(std::unique_lock<std::mutex> &lock, int bucket,
                   "bucket %d: %zu of its %zu tensors (first: tensor %d) were not marked ready "
                   "within BAGUA_TIMEOUT_MS=%lld",
                   bucket, b.unready, b.tensors.size(), first,
-                  static_cast<long long>(options_.timeout_ms));
+                  static_cast<long long>(comm_->options().timeout_ms));
     }
   }
   return consume(b, bucket);
@@ -434,7 +390,8 @@ Status BucketComm::wait_locked(std::unique_lock<std::mutex> &lock, int bucket,
 
 Status BucketComm::wait(int bucket) {
   BAGUA_TRY(check_bucket(bucket));
-  const auto deadline = TimelineClock::now() + std::chrono::milliseconds(options_.timeout_ms);
+  const auto deadline =
+      TimelineClock::now() + std::chrono::milliseconds(comm_->options().timeout_ms);
   std::unique_lock lock(mutex_);
   return wait_locked(lock, bucket, deadline);
 }
@@ -451,7 +408,8 @@ Status BucketComm::test(int bucket, bool *done) {
 // next round) and returns the first failure.
 Status BucketComm::wait_all() {
   BAGUA_TRY(check_bucket(0));
-  const auto deadline = TimelineClock::now() + std::chrono::milliseconds(options_.timeout_ms);
+  const auto deadline =
+      TimelineClock::now() + std::chrono::milliseconds(comm_->options().timeout_ms);
   std::unique_lock lock(mutex_);
   Status first = BAGUA_SUCCESS;
   std::string message;

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "../algo/bucket_algorithm.hpp"
-#include "options.hpp"
+#include "comm.hpp"
 #include "timeline.hpp"
 #include "worker_pool.hpp"
 
@@ -35,10 +35,10 @@ struct BucketConfig {
 
 class BucketComm {
  public:
-  // Collective over user_comm: duplicates it and creates a transport.
+  // Collective over user_comm: creates a private communicator state of it.
   static Status create(MPI_Comm user_comm, const BucketConfig &config,
                        std::unique_ptr<BucketComm> *out);
-  // Waits for buckets in flight, writes the timeline, frees the duplicate.
+  // Waits for buckets in flight, writes the timeline, frees the private state.
   ~BucketComm();
   BucketComm(const BucketComm &) = delete;
   BucketComm &operator=(const BucketComm &) = delete;
@@ -79,8 +79,7 @@ class BucketComm {
     TimelineClock::time_point ready_at;
   };
 
-  BucketComm(MPI_Comm dup, const BucketConfig &config, Options options,
-             std::unique_ptr<Transport> transport);
+  BucketComm(std::unique_ptr<Communicator> comm, const BucketConfig &config);
 
   Status check_bucket(int bucket) const;
   Status check_tensor(int tensor) const;
@@ -100,10 +99,8 @@ class BucketComm {
                      TimelineClock::time_point deadline);
   Status consume(Bucket &b, int bucket);
 
-  const MPI_Comm dup_;
+  std::unique_ptr<Communicator> comm_;  // used by the workers; outlives pool_
   const BucketConfig config_;
-  const Options options_;
-  std::unique_ptr<Transport> transport_;
   const int timeline_id_;
   std::vector<Tensor> tensors_;
   std::map<uintptr_t, int> by_address_;  // start address -> tensor, for overlap checks

@@ -1,6 +1,9 @@
 #include "comm.hpp"
 
+#include <string>
+
 #include "../base/env.hpp"
+#include "../transport/locked_transport.hpp"
 #include "../transport/mpi_transport.hpp"
 #include "../transport/ucx_transport.hpp"
 #include "hierarchy.hpp"
@@ -9,11 +12,14 @@
 namespace bagua {
 namespace {
 
-Status create_transport(TransportKind kind, MPI_Comm dup, std::unique_ptr<Transport> *out) {
-  return kind == TransportKind::ucx ? ucx_transport_create(dup, out)
-                                    : mpi_transport_create(dup, out);
+// A transport over `dup`; one shared by threads serialises its calls.
+Status create_transport(TransportKind kind, MPI_Comm dup, bool shared_by_threads,
+                        std::unique_ptr<Transport> *out) {
+  BAGUA_TRY(kind == TransportKind::ucx ? ucx_transport_create(dup, out)
+                                       : mpi_transport_create(dup, out));
+  if (shared_by_threads) *out = std::make_unique<LockedTransport>(std::move(*out));
+  return BAGUA_SUCCESS;
 }
-
 
 // Collective: every rank learns whether all ranks loaded valid settings, and
 // whether the settings that shape messages are equal everywhere (otherwise
@@ -33,6 +39,20 @@ Status agree_on_options(MPI_Comm user_comm, Status loaded) {
   return BAGUA_SUCCESS;
 }
 
+// Collective: the options every rank loaded, if valid and equal everywhere.
+Status load_agreed_options(MPI_Comm user_comm, Options *out) {
+  return agree_on_options(user_comm, options_load(out));
+}
+
+// A transport used from background threads makes MPI calls there only when
+// it is the mpi one (the ucx transport makes no MPI calls after creation).
+Status require_thread_level(TransportKind kind, const char *feature) {
+  if (kind != TransportKind::mpi || require_thread_multiple(feature) == BAGUA_SUCCESS)
+    return BAGUA_SUCCESS;
+  return fail(BAGUA_ERR_THREAD_LEVEL, "%s, or set BAGUA_TRANSPORT=ucx",
+              std::string(last_error_message()).c_str());
+}
+
 }  // namespace
 
 Status check_mpi_initialized() {
@@ -40,7 +60,8 @@ Status check_mpi_initialized() {
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   if (!initialized || finalized)
-    return fail(BAGUA_ERR_NOT_INITIALIZED, "call bagua functions between MPI_Init and MPI_Finalize");
+    return fail(BAGUA_ERR_NOT_INITIALIZED,
+                "call bagua functions between MPI_Init and MPI_Finalize");
   return BAGUA_SUCCESS;
 }
 
@@ -66,8 +87,7 @@ Communicator::~Communicator() {
 
 Status Communicator::get(MPI_Comm user_comm, Communicator **out) {
   BAGUA_TRY(runtime_ensure());
-  if (user_comm == MPI_COMM_NULL)
-    return fail(BAGUA_ERR_INVALID_ARGUMENT, "comm is MPI_COMM_NULL");
+  if (user_comm == MPI_COMM_NULL) return fail(BAGUA_ERR_INVALID_ARGUMENT, "comm is MPI_COMM_NULL");
   int is_inter = 0;
   if (MPI_Comm_test_inter(user_comm, &is_inter) != MPI_SUCCESS || is_inter)
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "comm is not a valid intra-communicator");
@@ -79,21 +99,37 @@ Status Communicator::get(MPI_Comm user_comm, Communicator **out) {
     return BAGUA_SUCCESS;
   }
   Options options;
-  BAGUA_TRY(agree_on_options(user_comm, options_load(&options)));
+  BAGUA_TRY(load_agreed_options(user_comm, &options));
+  std::unique_ptr<Communicator> created;
+  BAGUA_TRY(create(user_comm, options, /*shared_by_threads=*/false, &created));
+  Communicator *c = created.release();  // owned by the registry and the attribute
+  registry_add(c);
+  MPI_Comm_set_attr(user_comm, runtime_comm_keyval(), c);
+  *out = c;
+  return BAGUA_SUCCESS;
+}
+
+Status Communicator::create_private(MPI_Comm user_comm, const char *feature,
+                                    std::unique_ptr<Communicator> *out) {
+  Options options;
+  BAGUA_TRY(load_agreed_options(user_comm, &options));
+  BAGUA_TRY(require_thread_level(options.transport, feature));
+  return create(user_comm, options, /*shared_by_threads=*/true, out);
+}
+
+Status Communicator::create(MPI_Comm user_comm, const Options &options, bool shared_by_threads,
+                            std::unique_ptr<Communicator> *out) {
   MPI_Comm dup;
   if (MPI_Comm_dup(user_comm, &dup) != MPI_SUCCESS)
     return fail(BAGUA_ERR_TRANSPORT, "MPI_Comm_dup failed");
   MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
   std::unique_ptr<Transport> transport;
-  const Status s = create_transport(options.transport, dup, &transport);
+  const Status s = create_transport(options.transport, dup, shared_by_threads, &transport);
   if (s != BAGUA_SUCCESS) {
     MPI_Comm_free(&dup);
     return s;
   }
-  auto *c = new Communicator(dup, options, std::move(transport));
-  registry_add(c);
-  MPI_Comm_set_attr(user_comm, runtime_comm_keyval(), c);
-  *out = c;
+  out->reset(new Communicator(dup, options, std::move(transport)));
   return BAGUA_SUCCESS;
 }
 
@@ -116,10 +152,13 @@ Status Communicator::hierarchy(Hierarchy **out) {
   return BAGUA_SUCCESS;
 }
 
+bool Communicator::breaks(Status s) {
+  return s == BAGUA_ERR_TIMEOUT || s == BAGUA_ERR_TRANSPORT || s == BAGUA_ERR_MISMATCH ||
+         s == BAGUA_ERR_CORRUPT_DATA;
+}
+
 Status Communicator::finish_call(Status s) {
-  if (s == BAGUA_ERR_TIMEOUT || s == BAGUA_ERR_TRANSPORT || s == BAGUA_ERR_MISMATCH ||
-      s == BAGUA_ERR_CORRUPT_DATA)
-    broken_ = s;
+  if (breaks(s)) broken_ = s;
   return s;
 }
 

@@ -1,7 +1,9 @@
 // Per-communicator state: a duplicate of the user's communicator (so our
 // messages never match the user's), the transport over it, call sequence
 // numbers for tags, scratch memory and options. Created on first use, cached
-// on the user's communicator as an MPI attribute.
+// on the user's communicator as an MPI attribute; features that run on
+// background threads (buckets, asynchronous averaging, nonblocking calls)
+// create private states of their own.
 #pragma once
 
 #include <mpi.h>
@@ -31,6 +33,17 @@ class Communicator {
   // The state of `user_comm`, created (collectively) on first use.
   static Status get(MPI_Comm user_comm, Communicator **out);
 
+  // A state of `user_comm` (a valid intra-communicator) owned by the caller
+  // and not cached on it; created collectively. Its transport may be used
+  // from several threads at once, so with the mpi transport MPI must provide
+  // MPI_THREAD_MULTIPLE (`feature` names the caller in the error message).
+  static Status create_private(MPI_Comm user_comm, const char *feature,
+                               std::unique_ptr<Communicator> *out);
+
+  // Whether a call that failed with `s` left messages in flight, which makes
+  // its communicator unusable. Thread-safe.
+  static bool breaks(Status s);
+
   ~Communicator();
   Communicator(const Communicator &) = delete;
   Communicator &operator=(const Communicator &) = delete;
@@ -48,8 +61,8 @@ class Communicator {
   // same order so the tags agree.
   AlgoContext next_call(Channel channel);
 
-  // Records the outcome of a call: timeouts and transport failures leave
-  // messages in flight, so later calls are refused.
+  // Records the outcome of a call: after a failure that breaks the
+  // communicator, later calls are refused.
   Status finish_call(Status s);
 
   // Node and node-leader sub-communicators of hierarchical mode, created
@@ -72,6 +85,11 @@ class Communicator {
 
  private:
   Communicator(MPI_Comm dup, Options options, std::unique_ptr<Transport> transport);
+
+  // The steps get() and create_private() share: duplicates user_comm and
+  // creates the transport over the duplicate.
+  static Status create(MPI_Comm user_comm, const Options &options, bool shared_by_threads,
+                       std::unique_ptr<Communicator> *out);
 
   MPI_Comm dup_;
   Options options_;

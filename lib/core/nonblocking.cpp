@@ -1,72 +1,16 @@
 #include "nonblocking.hpp"
 
-#include <set>
 #include <string>
 #include <vector>
 
-#include "../transport/locked_transport.hpp"
-#include "../transport/mpi_transport.hpp"
-#include "../transport/ucx_transport.hpp"
 #include "runtime.hpp"
 
 namespace bagua {
 namespace {
 
-// Attribute keyvals and the registry of live states (freed at MPI_Finalize
-// if the user never frees their communicators), as in runtime.cpp.
-std::mutex registry_mutex;
-std::set<NonblockingComm *> live;
-int state_keyval = MPI_KEYVAL_INVALID;
-int finalize_keyval = MPI_KEYVAL_INVALID;
-
-bool registry_take(NonblockingComm *c) {
-  std::lock_guard lock(registry_mutex);
-  return live.erase(c) == 1;
-}
-
-int delete_state(MPI_Comm, int, void *value, void *) {
-  auto *c = static_cast<NonblockingComm *>(value);
-  if (registry_take(c)) delete c;
-  return MPI_SUCCESS;
-}
-
-int on_finalize(MPI_Comm, int, void *, void *) {
-  std::set<NonblockingComm *> states;
-  {
-    std::lock_guard lock(registry_mutex);
-    states.swap(live);
-  }
-  for (NonblockingComm *c : states) delete c;
-  std::lock_guard lock(registry_mutex);
-  MPI_Comm_free_keyval(&state_keyval);
-  MPI_Comm_free_keyval(&finalize_keyval);
-  return MPI_SUCCESS;
-}
-
-void ensure_keyvals() {
-  std::lock_guard lock(registry_mutex);
-  if (state_keyval != MPI_KEYVAL_INVALID) return;
-  MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &delete_state, &state_keyval, nullptr);
-  MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &on_finalize, &finalize_keyval, nullptr);
-  MPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, nullptr);
-}
-
 // Worker threads complete the requests (MPI_Grequest_complete) while the
-// caller makes MPI calls.
-Status check_thread_level() {
-  int provided = MPI_THREAD_SINGLE;
-  MPI_Query_thread(&provided);
-  if (provided < MPI_THREAD_MULTIPLE)
-    return fail(BAGUA_ERR_THREAD_LEVEL,
-                "nonblocking collectives complete on background threads and need "
-                "MPI_THREAD_MULTIPLE (initialise MPI with MPI_Init_thread)");
-  return BAGUA_SUCCESS;
-}
-
-bool breaks_comm(Status s) {
-  return s == BAGUA_ERR_TIMEOUT || s == BAGUA_ERR_TRANSPORT || s == BAGUA_ERR_MISMATCH ||
-         s == BAGUA_ERR_CORRUPT_DATA;
-}
+// caller makes MPI calls, whatever the transport.
+constexpr const char *kFeature = "a nonblocking collective (its worker threads)";
 
 // The outcome a generalized request reports when waited for.
 struct Outcome {
@@ -101,57 +45,29 @@ int cancel_nothing(void *, int) { return MPI_SUCCESS; }
 
 Status NonblockingComm::get(MPI_Comm user_comm, NonblockingComm **out) {
   BAGUA_TRY(runtime_ensure());
-  BAGUA_TRY(check_thread_level());
-  if (user_comm == MPI_COMM_NULL) return fail(BAGUA_ERR_INVALID_ARGUMENT, "comm is MPI_COMM_NULL");
-  int is_inter = 0;
-  if (MPI_Comm_test_inter(user_comm, &is_inter) != MPI_SUCCESS || is_inter)
-    return fail(BAGUA_ERR_INVALID_ARGUMENT, "comm is not a valid intra-communicator");
-  ensure_keyvals();
-  void *value = nullptr;
-  int found = 0;
-  MPI_Comm_get_attr(user_comm, state_keyval, &value, &found);
-  if (found) {
-    *out = static_cast<NonblockingComm *>(value);
-    return BAGUA_SUCCESS;
-  }
-  Options options;
-  BAGUA_TRY(options_load(&options));
-  MPI_Comm dup;
-  if (MPI_Comm_dup(user_comm, &dup) != MPI_SUCCESS)
-    return fail(BAGUA_ERR_TRANSPORT, "MPI_Comm_dup failed");
-  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
-  std::unique_ptr<Transport> inner;
-  const Status s = options.transport == TransportKind::ucx ? ucx_transport_create(dup, &inner)
-                                                           : mpi_transport_create(dup, &inner);
-  if (s != BAGUA_SUCCESS) {
-    MPI_Comm_free(&dup);
-    return s;
-  }
-  auto *c = new NonblockingComm(dup, options, std::make_unique<LockedTransport>(std::move(inner)));
-  {
-    std::lock_guard lock(registry_mutex);
-    live.insert(c);
-  }
-  MPI_Comm_set_attr(user_comm, state_keyval, c);
-  *out = c;
+  BAGUA_TRY(require_thread_multiple(kFeature));
+  Communicator *c = nullptr;
+  BAGUA_TRY(Communicator::get(user_comm, &c));
+  const auto make = [user_comm](Communicator &, std::unique_ptr<NonblockingComm> *created) {
+    return create(user_comm, created);
+  };
+  return c->extension(Channel::nonblocking, make, out);
+}
+
+Status NonblockingComm::create(MPI_Comm user_comm, std::unique_ptr<NonblockingComm> *out) {
+  std::unique_ptr<Communicator> comm;
+  BAGUA_TRY(Communicator::create_private(user_comm, kFeature, &comm));
+  out->reset(new NonblockingComm(std::move(comm)));
   return BAGUA_SUCCESS;
 }
 
-NonblockingComm::NonblockingComm(MPI_Comm dup, Options options,
-                                 std::unique_ptr<Transport> transport)
-    : dup_(dup),
-      options_(options),
-      transport_(std::move(transport)),
-      pool_(std::make_unique<WorkerPool>()) {}
+NonblockingComm::NonblockingComm(std::unique_ptr<Communicator> comm)
+    : comm_(std::move(comm)), pool_(std::make_unique<WorkerPool>()) {}
 
-NonblockingComm::~NonblockingComm() {
-  pool_.reset();  // calls in flight finish first
-  transport_.reset();
-  MPI_Comm comm = dup_;
-  MPI_Comm_free(&comm);
-}
-
-int NonblockingComm::size() const { return transport_->size(); }
+// Runs inside MPI_Finalize when the user never freed their communicator: the
+// calls in flight are bounded by BAGUA_TIMEOUT_MS, so joining them ends.
+// comm_ is freed after the workers stopped, with the other members.
+NonblockingComm::~NonblockingComm() { pool_.reset(); }
 
 Status NonblockingComm::check_usable() {
   if (broken_ != BAGUA_SUCCESS)
@@ -181,8 +97,8 @@ Status NonblockingComm::start(Channel channel, Body body, MPI_Request *request) 
   // the request (MPI may free the outcome right after).
   pool_->submit([this, tags, body = std::move(body), outcome, req = *request]() mutable {
     std::vector<unsigned char> scratch;
-    AlgoContext ctx{*transport_, tags, Deadline::after_ms(options_.timeout_ms), scratch,
-                    options_.segment_bytes};
+    AlgoContext ctx{comm_->transport(), tags, Deadline::after_ms(options().timeout_ms), scratch,
+                    options().segment_bytes};
     Status s = BAGUA_ERR_INTERNAL;
     try {
       clear_last_error();
@@ -195,7 +111,7 @@ Status NonblockingComm::start(Channel channel, Body body, MPI_Request *request) 
     {
       std::lock_guard guard(mutex_);
       --in_flight_;
-      if (breaks_comm(s) && broken_ == BAGUA_SUCCESS) broken_ = s;
+      if (Communicator::breaks(s) && broken_ == BAGUA_SUCCESS) broken_ = s;
     }
     MPI_Grequest_complete(req);
   });

@@ -1,9 +1,10 @@
 // State of the nonblocking collectives (bagua_iallreduce, ...) of one user
-// communicator: its own duplicate and transport (so the background work never
-// matches the user's blocking bagua calls on the same communicator), the
-// worker threads, and the call sequence for tags. Created collectively on the
-// first nonblocking call, cached on the user's communicator as an MPI
-// attribute, released when that communicator is freed or at MPI_Finalize.
+// communicator: a private communicator state (its own duplicate and
+// transport, so the background work never matches the user's blocking bagua
+// calls on the same communicator), the worker threads, and the call sequence
+// for tags. Created collectively on the first nonblocking call as an
+// extension of the user's Communicator, so it is released with it (when the
+// user's communicator is freed, or at MPI_Finalize).
 #pragma once
 
 #include <mpi.h>
@@ -13,24 +14,25 @@
 #include <mutex>
 
 #include "../algo/allreduce.hpp"
-#include "options.hpp"
+#include "comm.hpp"
 #include "worker_pool.hpp"
 
 namespace bagua {
 
-class NonblockingComm {
+class NonblockingComm final : public CommExtension {
  public:
   // Most nonblocking calls in flight per communicator: distinct tags are
   // guaranteed up to 2^15 of them, and each in-flight call holds a thread.
   static constexpr int kMaxInFlight = 1024;
 
   static Status get(MPI_Comm user_comm, NonblockingComm **out);
-  ~NonblockingComm();
+  // Finishes the calls in flight, then frees the private communicator state.
+  ~NonblockingComm() override;
   NonblockingComm(const NonblockingComm &) = delete;
   NonblockingComm &operator=(const NonblockingComm &) = delete;
 
-  const Options &options() const { return options_; }
-  int size() const;
+  const Options &options() const { return comm_->options(); }
+  int size() const { return comm_->size(); }
 
   using Body = std::function<Status(AlgoContext &ctx)>;
   // Starts `body` on a worker thread with the next context on `channel`, and
@@ -38,13 +40,12 @@ class NonblockingComm {
   Status start(Channel channel, Body body, MPI_Request *request);
 
  private:
-  NonblockingComm(MPI_Comm dup, Options options, std::unique_ptr<Transport> transport);
+  explicit NonblockingComm(std::unique_ptr<Communicator> comm);
+  static Status create(MPI_Comm user_comm, std::unique_ptr<NonblockingComm> *out);
   Status check_usable();
 
-  const MPI_Comm dup_;
-  const Options options_;
-  std::unique_ptr<Transport> transport_;
-  std::mutex mutex_;  // guards the fields below
+  std::unique_ptr<Communicator> comm_;  // used by the workers; outlives pool_
+  std::mutex mutex_;                    // guards the fields below
   uint32_t sequence_ = 0;
   int in_flight_ = 0;
   Status broken_ = BAGUA_SUCCESS;

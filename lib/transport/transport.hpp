@@ -99,6 +99,7 @@ enum class Channel : uint32_t {
   async_average = 8,
   hierarchical = 9,
   bucket = 10,
+  nonblocking = 11,  // keys the nonblocking state; its calls use the channels above
 };
 
 struct TagSpace {
