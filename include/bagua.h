@@ -152,7 +152,8 @@ BAGUA_API int bagua_allreduce(const void *sendbuf, void *recvbuf, int count,
  * @param recvbuf  output, count elements; must not overlap sendbuf unless
  *                 sendbuf is MPI_IN_PLACE.
  * @param count    number of elements, >= 0, equal on every rank.
- * @param datatype MPI_FLOAT, BAGUA_FLOAT16 or BAGUA_BFLOAT16 (host memory).
+ * @param datatype MPI_FLOAT, BAGUA_FLOAT16 or BAGUA_BFLOAT16 (host or CUDA
+ *                 device memory, see bagua_set_cuda_stream).
  * @param op       MPI_SUM or BAGUA_AVG.
  * @param comm     any intra-communicator.
  *
@@ -230,6 +231,34 @@ BAGUA_API int bagua_sign_state_free(bagua_sign_state_t *state);
 BAGUA_API int bagua_allreduce_sign(const void *sendbuf, void *recvbuf, int count,
                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                    bagua_sign_state_t state);
+
+/**
+ * Sets the CUDA stream on which bagua_allreduce_q8 and bagua_allreduce_fp16
+ * run their kernels and copies for CUDA device buffers passed with comm.
+ *
+ * Device buffers are recognised from the pointer (cudaPointerGetAttributes;
+ * managed memory counts as host memory). sendbuf and recvbuf must both be
+ * device buffers or both host buffers. On the device, encoding and decoding
+ * run as CUDA kernels on this stream, after the work already queued on it;
+ * only encoded bytes are copied to the host for the transport. The call
+ * returns after the results are written (the stream is synchronized).
+ * Device buffers are not supported by bagua_allreduce_sign, by
+ * BAGUA_HIERARCHICAL=1 or by the other collectives (they return
+ * BAGUA_ERR_INVALID_ARGUMENT).
+ *
+ * @param comm   the communicator the stream is for (not MPI_COMM_NULL).
+ * @param stream a cudaStream_t, or NULL for the default stream (the
+ *               default). bagua does not own it: set NULL again before
+ *               destroying the stream or freeing comm (the setting is keyed
+ *               by the handle value, which MPI may reuse).
+ *
+ * Thread-safe; local (not collective).
+ *
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (comm is MPI_COMM_NULL),
+ *         BAGUA_ERR_NOT_AVAILABLE (bagua built without CUDA),
+ *         BAGUA_ERR_NOT_INITIALIZED.
+ */
+BAGUA_API int bagua_set_cuda_stream(MPI_Comm comm, void *stream);
 
 /* ----------------------------------------------------------------------------
  * Partial reduce: averaging among the first P ready ranks

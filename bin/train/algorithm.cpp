@@ -3,20 +3,37 @@
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
+#include <map>
+#include <utility>
 
 #include "bagua.h"
 
 namespace train {
 namespace {
 
+// A positive integer environment variable of bagua, or its default when unset or invalid.
+size_t env_size(const char *name, size_t fallback) {
+  const char *text = std::getenv(name);
+  const long long v = text != nullptr ? std::strtoll(text, nullptr, 10) : -1;
+  return v >= 0 && text[0] != '\0' ? size_t(v) : fallback;
+}
+
 // Elements per q8 / sign codec block: bagua's BAGUA_CODEC_BLOCK (default 2048).
 size_t codec_block() {
-  static const size_t block = [] {
-    const char *text = std::getenv("BAGUA_CODEC_BLOCK");
-    const long v = text != nullptr ? std::strtol(text, nullptr, 10) : 0;
-    return v > 0 ? size_t(v) : size_t{2048};
-  }();
+  static const size_t block = std::max<size_t>(1, env_size("BAGUA_CODEC_BLOCK", 2048));
   return block;
+}
+
+// True when bagua's exact allreduce of `bytes` runs the ring (else recursive doubling):
+// BAGUA_ALLREDUCE_ALGO, or by default at or above BAGUA_RING_THRESHOLD (65536) bytes.
+bool exact_uses_ring(size_t bytes) {
+  static const std::string algo = [] {
+    const char *text = std::getenv("BAGUA_ALLREDUCE_ALGO");
+    return std::string(text != nullptr ? text : "auto");
+  }();
+  static const size_t threshold = env_size("BAGUA_RING_THRESHOLD", 65536);
+  if (algo == "ring" || algo == "rd") return algo == "ring";
+  return bytes >= threshold;
 }
 
 size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
@@ -46,6 +63,37 @@ int comm_size(MPI_Comm comm) {
   MPI_Comm_size(comm, &n);
   return n;
 }
+int comm_rank(MPI_Comm comm) {
+  int r = 0;
+  MPI_Comm_rank(comm, &r);
+  return r;
+}
+
+// Messages rank r sends in bagua's recursive doubling on n ranks: with p the largest power of
+// two <= n and e = n - p, ranks below 2e fold in pairs (the even one sends once and waits for
+// the result), the p remaining ranks exchange log2 p times, and the odd folding ranks send the
+// result back.
+int recursive_doubling_messages(int r, int n) {
+  int p = 1, rounds = 0;
+  while (p * 2 <= n) p *= 2, ++rounds;
+  const int extra = n - p;
+  if (r >= 2 * extra) return rounds;
+  return r % 2 == 0 ? 1 : rounds + 1;
+}
+
+// Wire bytes this rank sends in one gradient-averaging call of m floats on comm.
+using WireBytes = uint64_t (*)(size_t m, MPI_Comm comm);
+uint64_t exact_allreduce_bytes(size_t m, MPI_Comm comm) {
+  const int n = comm_size(comm);
+  if (exact_uses_ring(float32_bytes(m))) return chunked_allreduce_bytes(m, n, float32_bytes);
+  return uint64_t(recursive_doubling_messages(comm_rank(comm), n)) * float32_bytes(m);
+}
+uint64_t q8_allreduce_bytes(size_t m, MPI_Comm comm) {
+  return chunked_allreduce_bytes(m, comm_size(comm), q8_bytes);
+}
+uint64_t fp16_allreduce_bytes(size_t m, MPI_Comm comm) {
+  return chunked_allreduce_bytes(m, comm_size(comm), fp16_bytes);
+}
 
 // Throws AlgorithmError with bagua's message when a call failed.
 void check(int status, const char *call) {
@@ -61,13 +109,12 @@ using GradientAllreduce = int (*)(const void *, void *, int, MPI_Datatype, MPI_O
 
 class GradientAverage : public Algorithm {
  public:
-  GradientAverage(MPI_Comm comm, GradientAllreduce call, const char *call_name,
-                  size_t (*encoded)(size_t))
-      : comm_(comm), call_(call), call_name_(call_name), encoded_(encoded) {}
+  GradientAverage(MPI_Comm comm, GradientAllreduce call, const char *call_name, WireBytes wire)
+      : comm_(comm), call_(call), call_name_(call_name), wire_(wire) {}
   void after_backward(std::span<float> grads) override {
     check(call_(MPI_IN_PLACE, grads.data(), int(grads.size()), MPI_FLOAT, BAGUA_AVG, comm_),
           call_name_);
-    bytes_ += chunked_allreduce_bytes(grads.size(), comm_size(comm_), encoded_);
+    bytes_ += wire_(grads.size(), comm_);
   }
   uint64_t bytes_sent() const override { return bytes_; }
   bool keeps_replicas_identical() const override { return true; }
@@ -76,9 +123,88 @@ class GradientAverage : public Algorithm {
   MPI_Comm comm_;
   GradientAllreduce call_;
   const char *call_name_;
-  size_t (*encoded_)(size_t);
+  WireBytes wire_;
   uint64_t bytes_ = 0;
 };
+
+// Gradient averaging through bagua's bucketed communicator, as a framework backend does it:
+// the gradient tensors are registered in the order backward produces them, each is marked ready
+// as soon as backward has computed it (a bucket's collective starts in the background when its
+// last tensor is marked, overlapping the backward of earlier layers), and after backward the
+// trainer waits for all buckets before the optimizer step.
+class BucketedGradientAverage : public Algorithm {
+ public:
+  BucketedGradientAverage(MPI_Comm comm, std::span<const GradientTensor> tensors,
+                          bagua_bucket_algorithm algorithm, size_t bucket_bytes, WireBytes wire) {
+    bagua_bucket_config config;
+    check(bagua_bucket_config_init(&config), "bagua_bucket_config_init");
+    config.bucket_bytes = bucket_bytes;
+    config.algorithm = {algorithm, BAGUA_AVG};
+    bagua_bucket_comm *bc = nullptr;
+    check(bagua_bucket_comm_create(comm, &config, &bc), "bagua_bucket_comm_create");
+    bc_.reset(bc);
+    register_tensors(tensors);
+    count_bytes_per_step(tensors, comm, wire);
+  }
+
+  void gradient_ready(int layer, bool bias) override {
+    check(bagua_bucket_comm_mark_ready(bc_.get(), ids_.at({layer, bias})),
+          "bagua_bucket_comm_mark_ready");
+  }
+  void after_backward(std::span<float> grads) override {
+    (void)grads;  // averaged in place, tensor by tensor
+    check(bagua_bucket_comm_wait_all(bc_.get()), "bagua_bucket_comm_wait_all");
+    bytes_ += bytes_per_step_;
+  }
+  uint64_t bytes_sent() const override { return bytes_; }
+  bool keeps_replicas_identical() const override { return true; }
+
+ private:
+  // Registers every tensor in backward order and forms the buckets.
+  void register_tensors(std::span<const GradientTensor> tensors) {
+    for (const GradientTensor &t : tensors) {
+      int id = 0;
+      check(bagua_bucket_comm_register(bc_.get(), t.values.data(), int(t.values.size()),
+                                       MPI_FLOAT, &id),
+            "bagua_bucket_comm_register");
+      ids_[{t.layer, t.bias}] = id;
+    }
+    check(bagua_bucket_comm_finalize_registration(bc_.get(), nullptr, &buckets_),
+          "bagua_bucket_comm_finalize_registration");
+  }
+
+  // Each bucket runs one collective per step on all its tensors' elements.
+  void count_bytes_per_step(std::span<const GradientTensor> tensors, MPI_Comm comm,
+                            WireBytes wire) {
+    std::vector<size_t> bucket_counts(size_t(buckets_), 0);
+    for (const GradientTensor &t : tensors) {
+      int bucket = 0;
+      check(bagua_bucket_comm_tensor_bucket(bc_.get(), ids_.at({t.layer, t.bias}), &bucket),
+            "bagua_bucket_comm_tensor_bucket");
+      bucket_counts[size_t(bucket)] += t.values.size();
+    }
+    for (size_t count : bucket_counts) bytes_per_step_ += wire(count, comm);
+  }
+
+  std::unique_ptr<bagua_bucket_comm, int (*)(bagua_bucket_comm *)> bc_{nullptr,
+                                                                       bagua_bucket_comm_destroy};
+  std::map<std::pair<int, bool>, int> ids_;  // (layer, bias) -> tensor id
+  int buckets_ = 0;
+  uint64_t bytes_per_step_ = 0;
+  uint64_t bytes_ = 0;
+};
+
+// allreduce, q8 or fp16: bucketed unless settings say flat.
+std::unique_ptr<Algorithm> make_gradient_average(MPI_Comm comm,
+                                                 std::span<const GradientTensor> gradients,
+                                                 const AlgorithmSettings &settings,
+                                                 bagua_bucket_algorithm bucketed,
+                                                 GradientAllreduce flat, const char *flat_name,
+                                                 WireBytes wire) {
+  if (!settings.buckets) return std::make_unique<GradientAverage>(comm, flat, flat_name, wire);
+  return std::make_unique<BucketedGradientAverage>(comm, gradients, bucketed,
+                                                   size_t(settings.bucket_kb) * 1024, wire);
+}
 
 // 1-bit sign allreduce keeps error-feedback residuals between steps; it averages the ranks'
 // local momenta (as 1-bit Adam does) rather than their gradients.
@@ -127,7 +253,7 @@ class DecentralizedAverage : public Algorithm {
   uint64_t round_bytes(size_t count) const {
     const int n = comm_size(comm_);
     switch (mode_) {
-      case BAGUA_PEER_ALL: return chunked_allreduce_bytes(count, n, float32_bytes);
+      case BAGUA_PEER_ALL: return exact_allreduce_bytes(count, comm_);
       case BAGUA_PEER_SHIFT_ONE: return n > 1 ? float32_bytes(count) : 0;
       case BAGUA_PEER_RING: return float32_bytes(count) * std::min(n - 1, 2);
     }
@@ -212,7 +338,7 @@ class AsyncAverage : public Algorithm {
   uint64_t bytes_sent() const override {
     const double running = running_s_ + (paused_ ? 0.0 : MPI_Wtime() - started_);
     const uint64_t rounds = uint64_t(running * 1000.0 / std::max(interval_ms_, 1));
-    return rounds * chunked_allreduce_bytes(shared_.size(), comm_size(comm_), float32_bytes);
+    return rounds * exact_allreduce_bytes(shared_.size(), comm_);
   }
   bool keeps_replicas_identical() const override { return false; }
 
@@ -267,51 +393,53 @@ class PartialReduce : public Algorithm {
 struct Entry {
   AlgorithmInfo info;
   std::function<std::unique_ptr<Algorithm>(MPI_Comm, std::span<const float>,
+                                           std::span<const GradientTensor>,
                                            const AlgorithmSettings &)>
       make;
 };
 
 const std::vector<Entry> &registry() {
   using W = std::span<const float>;
+  using G = std::span<const GradientTensor>;
   using S = const AlgorithmSettings &;
   static const std::vector<Entry> entries = {
-      {{"allreduce", "exact gradient allreduce (bagua_allreduce, BAGUA_AVG)"},
-       [](MPI_Comm c, W, S) {
-         return std::make_unique<GradientAverage>(c, bagua_allreduce, "bagua_allreduce",
-                                                  float32_bytes);
+      {{"allreduce", "exact gradient allreduce (bucketed, or bagua_allreduce; BAGUA_AVG)"},
+       [](MPI_Comm c, W, G g, S s) {
+         return make_gradient_average(c, g, s, BAGUA_BUCKET_ALLREDUCE, bagua_allreduce,
+                                      "bagua_allreduce", exact_allreduce_bytes);
        }},
-      {{"q8", "8-bit min-max gradient allreduce (bagua_allreduce_q8)"},
-       [](MPI_Comm c, W, S) {
-         return std::make_unique<GradientAverage>(c, bagua_allreduce_q8, "bagua_allreduce_q8",
-                                                  q8_bytes);
+      {{"q8", "8-bit min-max gradient allreduce (bucketed, or bagua_allreduce_q8)"},
+       [](MPI_Comm c, W, G g, S s) {
+         return make_gradient_average(c, g, s, BAGUA_BUCKET_ALLREDUCE_Q8, bagua_allreduce_q8,
+                                      "bagua_allreduce_q8", q8_allreduce_bytes);
        }},
-      {{"fp16", "float16 gradient allreduce (bagua_allreduce_fp16)"},
-       [](MPI_Comm c, W, S) {
-         return std::make_unique<GradientAverage>(c, bagua_allreduce_fp16, "bagua_allreduce_fp16",
-                                                  fp16_bytes);
+      {{"fp16", "float16 gradient allreduce (bucketed, or bagua_allreduce_fp16)"},
+       [](MPI_Comm c, W, G g, S s) {
+         return make_gradient_average(c, g, s, BAGUA_BUCKET_ALLREDUCE_FP16, bagua_allreduce_fp16,
+                                      "bagua_allreduce_fp16", fp16_allreduce_bytes);
        }},
       {{"sign", "1-bit sign gradient allreduce with error feedback (bagua_allreduce_sign)"},
-       [](MPI_Comm c, W w, S) { return std::make_unique<SignAverage>(c, w.size()); }},
+       [](MPI_Comm c, W w, G, S) { return std::make_unique<SignAverage>(c, w.size()); }},
       {{"decentralized-all", "weights averaged with all ranks (bagua_decentralized_average)"},
-       [](MPI_Comm c, W, S s) {
+       [](MPI_Comm c, W, G, S s) {
          return std::make_unique<DecentralizedAverage>(c, BAGUA_PEER_ALL, s.interval);
        }},
       {{"decentralized-shift", "weights averaged with one changing peer (shift_one)"},
-       [](MPI_Comm c, W, S s) {
+       [](MPI_Comm c, W, G, S s) {
          return std::make_unique<DecentralizedAverage>(c, BAGUA_PEER_SHIFT_ONE, s.interval);
        }},
       {{"decentralized-ring", "weights averaged with ring neighbours"},
-       [](MPI_Comm c, W, S s) {
+       [](MPI_Comm c, W, G, S s) {
          return std::make_unique<DecentralizedAverage>(c, BAGUA_PEER_RING, s.interval);
        }},
       {{"lowprec-ring", "ring averaging of q8-compressed weight differences (bagua_lowprec_*)"},
-       [](MPI_Comm c, W w, S s) { return std::make_unique<LowPrecisionRing>(c, w, s.interval); }},
+       [](MPI_Comm c, W w, G, S s) { return std::make_unique<LowPrecisionRing>(c, w, s.interval); }},
       {{"async", "asynchronous model averaging in a background thread (bagua_async_average_*)"},
-       [](MPI_Comm c, W w, S s) {
+       [](MPI_Comm c, W w, G, S s) {
          return std::make_unique<AsyncAverage>(c, w, s.async_interval_ms);
        }},
       {{"partial", "weights averaged among the first P ready ranks (bagua_partial_reduce)"},
-       [](MPI_Comm c, W, S s) { return std::make_unique<PartialReduce>(c, s.partial_group); }},
+       [](MPI_Comm c, W, G, S s) { return std::make_unique<PartialReduce>(c, s.partial_group); }},
   };
   return entries;
 }
@@ -326,9 +454,10 @@ std::vector<AlgorithmInfo> algorithm_list() {
 
 std::unique_ptr<Algorithm> make_algorithm(const std::string &name, MPI_Comm comm,
                                           std::span<const float> initial_weights,
+                                          std::span<const GradientTensor> gradients,
                                           const AlgorithmSettings &settings) {
   for (const Entry &e : registry())
-    if (name == e.info.name) return e.make(comm, initial_weights, settings);
+    if (name == e.info.name) return e.make(comm, initial_weights, gradients, settings);
   std::string names;
   for (const Entry &e : registry()) names += std::string(names.empty() ? "" : ", ") + e.info.name;
   throw AlgorithmError("unknown algorithm '" + name + "'; available: " + names);

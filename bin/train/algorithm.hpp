@@ -25,6 +25,18 @@ struct AlgorithmSettings {
   int partial_group = 0;       // partial reduce group size P; 0 = bagua's default (half the ranks)
   int interval = 1;            // decentralized / low-precision: communicate every k steps
   int async_interval_ms = 20;  // async model averaging: pause between rounds
+  // allreduce, q8, fp16: through bagua's bucketed communicator (per-tensor ready marks during
+  // backward) with buckets of at most bucket_kb KiB; false: one flat plain call after backward.
+  bool buckets = true;
+  int bucket_kb = 64;
+};
+
+// One parameter tensor's gradient inside the model's flat gradient buffer, whose address stays
+// valid for the whole run.
+struct GradientTensor {
+  int layer;  // 0 = input layer
+  bool bias;  // bias (else weight) gradient
+  std::span<float> values;
 };
 
 class Algorithm {
@@ -33,6 +45,12 @@ class Algorithm {
 
   // Called with the weights before forward (asynchronous averaging refreshes them here).
   virtual void before_forward(std::span<float> weights) { (void)weights; }
+  // Called during backward as soon as one gradient tensor (given to make_algorithm) is final;
+  // its memory must then not be written until after_backward returns.
+  virtual void gradient_ready(int layer, bool bias) {
+    (void)layer;
+    (void)bias;
+  }
   // Called with the local gradient after backward; leaves the gradient to apply in place.
   virtual void after_backward(std::span<float> grads) { (void)grads; }
   // Called with the weights after the optimizer step; may average them with peers.
@@ -61,10 +79,12 @@ struct AlgorithmInfo {
 std::vector<AlgorithmInfo> algorithm_list();
 
 // The algorithm `name` for `count` floats starting from `initial_weights`, communicating on
-// `comm` (collective over comm). Throws AlgorithmError listing the available names when `name`
+// `comm` (collective over comm). `gradients` lists the gradient's tensors in the order backward
+// produces them (bucketed algorithms register them in this order). Throws AlgorithmError listing the available names when `name`
 // is unknown, or carrying bagua's message when a call fails.
 std::unique_ptr<Algorithm> make_algorithm(const std::string &name, MPI_Comm comm,
                                           std::span<const float> initial_weights,
+                                          std::span<const GradientTensor> gradients,
                                           const AlgorithmSettings &settings);
 
 }  // namespace train

@@ -59,6 +59,9 @@ void print_usage(FILE *out) {
       "(default %d)\n"
       "  --partial-group P      partial: group size, 0 = half the ranks (default %d)\n"
       "  --async-interval-ms T  async: pause between averaging rounds (default %d)\n"
+      "  --bucket-kb K          allreduce, q8, fp16: bucket cap of the bucketed communicator,\n"
+      "                         in KiB (default %d: 4 buckets for the default model)\n"
+      "  --no-buckets           allreduce, q8, fp16: one flat plain call after backward\n"
       "  --evals-per-epoch N    test-set evaluations per epoch (default %d)\n"
       "  --max-steps N          stop after N steps, 0 = no limit (default 0)\n"
       "  --test-limit N         evaluate on the first N test images, 0 = all (default 0)\n"
@@ -71,7 +74,8 @@ void print_usage(FILE *out) {
       "  --list-algorithms      print the algorithm names, one per line, and exit\n",
       d.epochs, d.batch, double(d.lr), double(d.momentum), d.hidden,
       static_cast<unsigned long long>(d.seed), d.target_accuracy, d.straggler_prob,
-      d.straggler_delay, s.interval, s.partial_group, s.async_interval_ms, d.evals_per_epoch,
+      d.straggler_delay, s.interval, s.partial_group, s.async_interval_ms, s.bucket_kb,
+      d.evals_per_epoch,
       kDefaultData);
 }
 
@@ -129,6 +133,10 @@ bool parse_options(int argc, char **argv, Options *o) {
       o->quiet = true;
       continue;
     }
+    if (flag == "--no-buckets") {
+      c.settings.buckets = false;
+      continue;
+    }
     if (i + 1 >= argc) throw UsageError("unknown option or missing value: " + flag);
     const char *v = argv[++i];
     if (flag == "--algorithm")
@@ -157,6 +165,8 @@ bool parse_options(int argc, char **argv, Options *o) {
       c.settings.interval = parse_int(flag, v, 1, 1 << 20);
     else if (flag == "--partial-group")
       c.settings.partial_group = parse_int(flag, v, 0, 1 << 20);
+    else if (flag == "--bucket-kb")
+      c.settings.bucket_kb = parse_int(flag, v, 1, 1 << 20);
     else if (flag == "--async-interval-ms")
       c.settings.async_interval_ms = parse_int(flag, v, 0, 1 << 20);
     else if (flag == "--evals-per-epoch")

@@ -29,7 +29,7 @@ class Normal {
 Mlp::Mlp(MlpShape shape, uint64_t seed) : shape_(shape) {
   const int dims[4] = {shape.inputs, shape.hidden, shape.hidden, shape.classes};
   size_t offset = 0;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < kLayers; ++i) {
     layers_[i] = {offset, offset + size_t(dims[i]) * dims[i + 1], dims[i], dims[i + 1]};
     offset = layers_[i].b + dims[i + 1];
   }
@@ -63,16 +63,20 @@ const float *Mlp::forward(const float *x, int batch) {
   return in;
 }
 
-// Given delta_out = dLoss/d(pre-activation output) of layer l: weight and bias gradients, and
-// (if delta_in) dLoss/d(input) masked by the input's ReLU.
-void Mlp::backward_layer(const Layer &l, const float *in, float *delta_out, float *delta_in,
-                         int batch) {
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, l.in, l.out, batch, 1.0f, in, l.in,
-              delta_out, l.out, 0.0f, &grads_[l.w], l.out);
+// Given delta_out = dLoss/d(pre-activation output) of layer `index`: bias and weight gradients
+// (each announced to `ready` once final), and (if delta_in) dLoss/d(input) masked by the
+// input's ReLU.
+void Mlp::backward_layer(int index, const float *in, float *delta_out, float *delta_in,
+                         int batch, const GradientReadyFn &ready) {
+  const Layer &l = layers_[index];
   float *db = &grads_[l.b];
   std::fill(db, db + l.out, 0.0f);
   for (int r = 0; r < batch; ++r)
     for (int j = 0; j < l.out; ++j) db[j] += delta_out[size_t(r) * l.out + j];
+  if (ready) ready(index, /*bias=*/true);
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, l.in, l.out, batch, 1.0f, in, l.in,
+              delta_out, l.out, 0.0f, &grads_[l.w], l.out);
+  if (ready) ready(index, /*bias=*/false);
   if (delta_in == nullptr) return;
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, l.in, l.out, 1.0f, delta_out, l.out,
               &params_[l.w], l.out, 0.0f, delta_in, l.in);
@@ -81,7 +85,8 @@ void Mlp::backward_layer(const Layer &l, const float *in, float *delta_out, floa
     if (in[i] <= 0.0f) delta_in[i] = 0.0f;
 }
 
-float Mlp::train_batch(const float *x, const uint8_t *y, int batch) {
+float Mlp::train_batch(const float *x, const uint8_t *y, int batch,
+                       const GradientReadyFn &ready) {
   const float *logits = forward(x, batch);
   const int k = shape_.classes;
   delta_[2].resize(size_t(batch) * k);
@@ -101,9 +106,9 @@ float Mlp::train_batch(const float *x, const uint8_t *y, int batch) {
 
   delta_[1].resize(size_t(batch) * layers_[2].in);
   delta_[0].resize(size_t(batch) * layers_[1].in);
-  backward_layer(layers_[2], act_[1].data(), delta_[2].data(), delta_[1].data(), batch);
-  backward_layer(layers_[1], act_[0].data(), delta_[1].data(), delta_[0].data(), batch);
-  backward_layer(layers_[0], x, delta_[0].data(), nullptr, batch);
+  backward_layer(2, act_[1].data(), delta_[2].data(), delta_[1].data(), batch, ready);
+  backward_layer(1, act_[0].data(), delta_[1].data(), delta_[0].data(), batch, ready);
+  backward_layer(0, x, delta_[0].data(), nullptr, batch, ready);
   return float(loss / batch);
 }
 

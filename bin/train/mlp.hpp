@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -14,8 +15,13 @@ struct MlpShape {
   int classes = 10;
 };
 
+// Called during backward as soon as one parameter tensor's gradient is final: (layer, is_bias).
+using GradientReadyFn = std::function<void(int layer, bool bias)>;
+
 class Mlp {
  public:
+  static constexpr int kLayers = 3;
+
   // He-initialised weights, zero biases; identical on every rank for the same seed.
   Mlp(MlpShape shape, uint64_t seed);
 
@@ -25,10 +31,18 @@ class Mlp {
   // Gradient of the last train_batch, same layout as params().
   std::span<float> grads() { return grads_; }
   size_t param_count() const { return params_.size(); }
+  // Layer l's weight and bias gradients inside grads() (l = 0 is the input layer).
+  std::span<float> weight_grads(int l) {
+    return std::span(grads_).subspan(layers_[l].w, size_t(layers_[l].in) * layers_[l].out);
+  }
+  std::span<float> bias_grads(int l) { return std::span(grads_).subspan(layers_[l].b, layers_[l].out); }
 
   // Forward and backward on `batch` rows of x (batch x inputs) with labels y: fills grads()
-  // with the gradient of the mean loss and returns that mean loss.
-  float train_batch(const float *x, const uint8_t *y, int batch);
+  // with the gradient of the mean loss and returns that mean loss. Backward runs from the last
+  // layer to the first; within a layer the bias gradient is computed before the weight
+  // gradient, and `ready` (if set) is called for each as soon as it is final.
+  float train_batch(const float *x, const uint8_t *y, int batch,
+                    const GradientReadyFn &ready = nullptr);
 
   // Number of rows of x whose arg-max prediction equals the label (forward only).
   int count_correct(const float *x, const uint8_t *y, int rows);
@@ -41,12 +55,12 @@ class Mlp {
   // Fills activations for `batch` rows; returns the logits buffer.
   const float *forward(const float *x, int batch);
   void dense(const Layer &l, const float *in, float *out, int batch, bool relu);
-  void backward_layer(const Layer &l, const float *in, float *delta_out, float *delta_in,
-                      int batch);
+  void backward_layer(int index, const float *in, float *delta_out, float *delta_in, int batch,
+                      const GradientReadyFn &ready);
 
   MlpShape shape_;
   std::vector<float> params_, grads_;
-  Layer layers_[3];
+  Layer layers_[kLayers];
   // Activations after each layer (h1, h2, logits) and back-propagated deltas.
   std::vector<float> act_[3], delta_[3];
 };

@@ -138,7 +138,8 @@ class Run {
     MPI_Comm_rank(comm, &rank_);
     MPI_Comm_size(comm, &size_);
     straggler_.emplace(config.straggler_prob, config.straggler_delay, config.seed, rank_);
-    algorithm_ = make_algorithm(config.algorithm, comm, model_.params(), config.settings);
+    algorithm_ = make_algorithm(config.algorithm, comm, model_.params(), gradient_tensors(),
+                                config.settings);
     steps_per_epoch_ = train_set.rows / (size_ * config.batch);
     if (steps_per_epoch_ == 0)
       throw AlgorithmError("batch " + std::to_string(config.batch) + " x " + std::to_string(size_) +
@@ -173,6 +174,17 @@ class Run {
     return float(0.5 * config_.lr * (1.0 + std::cos(M_PI * double(step_) / total_steps())));
   }
 
+  // The model's gradient tensors in the order backward computes them: last layer first, each
+  // layer's bias before its weights.
+  std::vector<GradientTensor> gradient_tensors() {
+    std::vector<GradientTensor> tensors;
+    for (int l = Mlp::kLayers - 1; l >= 0; --l) {
+      tensors.push_back({l, true, model_.bias_grads(l)});
+      tensors.push_back({l, false, model_.weight_grads(l)});
+    }
+    return tensors;
+  }
+
   bool out_of_steps() const { return config_.max_steps > 0 && step_ >= config_.max_steps; }
 
   void train_step(const std::vector<int> &perm, int s) {
@@ -186,7 +198,11 @@ class Run {
     algorithm_->before_forward(model_.params());
     const auto t1 = Clock::now();
     train_.gather(batch_indices_, x_.data(), y_.data());
-    const float loss = model_.train_batch(x_.data(), y_.data(), b);
+    // Each gradient tensor is handed to the algorithm as soon as backward has computed it.
+    const float loss = model_.train_batch(
+        x_.data(), y_.data(), b, [this](int layer, bool bias) {
+          algorithm_->gradient_ready(layer, bias);
+        });
     const bool momentum_first = algorithm_->communicates_momentum();
     if (momentum_first) sgd_.momentum_into(model_.grads());
     const auto t2 = Clock::now();

@@ -50,7 +50,7 @@ class ByteGrad {
 
   Status run() {
     ctx_.scratch.resize(3 * region_bytes_ + kSlotAlign);
-    acc_.resize(segment_elems(ctx_, codec_));
+    acc_ = codec_.accumulator(segment_elems(ctx_, codec_));
     BAGUA_TRY(post_receives());
     for (size_t k = 0; k < kmax_; ++k) {
       BAGUA_TRY(scatter_segment(k));
@@ -160,18 +160,16 @@ class ByteGrad {
   Status reduce_segment(size_t k) {
     const Range s = plan_.segment(r_, k);
     for (int i = 1; i < n_; ++i) BAGUA_TRY(wait(t_, scatter_recvs_.row(peer(i))[k], ctx_.deadline));
-    float *acc = acc_.data();
-    load_as_float(src_at(s), args_.src_type, s.count, acc);
+    float *acc = acc_;
+    BAGUA_TRY(check_reduce(codec_.load_accumulator(src_at(s), args_.src_type, s.count, acc)));
     // Add the other ranks' contributions in rank order.
     for (int p = 0; p < n_; ++p) {
       if (p == r_) continue;
       BAGUA_TRY(
           check_decode(codec_.decode_accumulate(scatter_in(p, k), bytes(s), s.count, acc), p, k));
     }
-    if (args_.divisor > 1) {
-      const float d = float(args_.divisor);
-      for (size_t i = 0; i < s.count; ++i) acc[i] /= d;
-    }
+    if (args_.divisor > 1)
+      BAGUA_TRY(check_reduce(codec_.divide_accumulator(acc, s.count, float(args_.divisor))));
     BAGUA_TRY(encode(ChunkCodec::Stage::reduced, s.begin - plan_.chunk(r_).begin, acc, DType::f32,
                      s.count, gathered(r_, k)));
     for (int i = 1; i < n_; ++i)
@@ -195,6 +193,12 @@ class ByteGrad {
     return BAGUA_SUCCESS;
   }
 
+  static Status check_reduce(CodecStatus st) {
+    if (st == CodecStatus::ok) return BAGUA_SUCCESS;
+    return fail(BAGUA_ERR_INTERNAL, "compressed allreduce: reduce step failed (%s)",
+                codec::codec_status_name(st));
+  }
+
   static Status check_decode(CodecStatus st, int from, size_t k) {
     if (st == CodecStatus::ok) return BAGUA_SUCCESS;
     return fail(BAGUA_ERR_CORRUPT_DATA,
@@ -211,28 +215,28 @@ class ByteGrad {
   const size_t kmax_;
   const size_t slot_bytes_, region_bytes_;
   RequestSet scatter_sends_, scatter_recvs_, gather_sends_, gather_recvs_;
-  std::vector<float> acc_;
+  float *acc_ = nullptr;  // the codec's accumulator, one segment
   size_t reduced_ = 0;
   std::vector<size_t> decoded_;
 };
 
 // One rank: the exact result, converted and divided.
-void allreduce_single(const CompressedArgs &args) {
-  std::vector<float> acc(args.count);
-  load_as_float(args.src, args.src_type, args.count, acc.data());
-  if (args.divisor > 1)
-    for (float &x : acc) x /= float(args.divisor);
-  store_from_float(acc.data(), args.count, args.dst, args.dst_type);
+Status allreduce_single(ChunkCodec &codec, const CompressedArgs &args) {
+  float *acc = codec.accumulator(args.count);
+  CodecStatus st = codec.load_accumulator(args.src, args.src_type, args.count, acc);
+  if (st == CodecStatus::ok && args.divisor > 1)
+    st = codec.divide_accumulator(acc, args.count, float(args.divisor));
+  if (st == CodecStatus::ok) st = codec.store_accumulator(acc, args.count, args.dst, args.dst_type);
+  if (st == CodecStatus::ok) return BAGUA_SUCCESS;
+  return fail(BAGUA_ERR_INTERNAL, "compressed allreduce: one-rank copy failed (%s)",
+              codec::codec_status_name(st));
 }
 
 }  // namespace
 
 Status allreduce_compressed(AlgoContext &ctx, ChunkCodec &codec, const CompressedArgs &args) {
   if (args.count == 0) return BAGUA_SUCCESS;
-  if (ctx.transport.size() == 1) {
-    allreduce_single(args);
-    return BAGUA_SUCCESS;
-  }
+  if (ctx.transport.size() == 1) return allreduce_single(codec, args);
   return ByteGrad(ctx, codec, args).run();
 }
 

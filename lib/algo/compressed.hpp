@@ -33,6 +33,17 @@ class ChunkCodec {
                                     DType t) const = 0;
   virtual codec::CodecStatus decode_accumulate(const void *in, size_t bytes, size_t count,
                                                float *acc) const = 0;
+
+  // The float32 reduce step, in the memory the codec works on (host here;
+  // device for the GPU adapters): a buffer of at least count floats owned by
+  // the codec, acc = src as float32, acc /= divisor, dst = acc as type t.
+  virtual float *accumulator(size_t count);
+  virtual codec::CodecStatus load_accumulator(const void *src, DType t, size_t count, float *acc);
+  virtual codec::CodecStatus divide_accumulator(float *acc, size_t count, float divisor);
+  virtual codec::CodecStatus store_accumulator(const float *acc, size_t count, void *dst, DType t);
+
+ private:
+  std::vector<float> host_accumulator_;
 };
 
 // Min-max 8-bit quantization with `block` elements per block.

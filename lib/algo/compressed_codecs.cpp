@@ -104,6 +104,26 @@ class SignCodec final : public ChunkCodec {
 
 }  // namespace
 
+float *ChunkCodec::accumulator(size_t count) {
+  if (host_accumulator_.size() < count) host_accumulator_.resize(count);
+  return host_accumulator_.data();
+}
+
+CodecStatus ChunkCodec::load_accumulator(const void *src, DType t, size_t count, float *acc) {
+  load_as_float(src, t, count, acc);
+  return CodecStatus::ok;
+}
+
+CodecStatus ChunkCodec::divide_accumulator(float *acc, size_t count, float divisor) {
+  for (size_t i = 0; i < count; ++i) acc[i] /= divisor;
+  return CodecStatus::ok;
+}
+
+CodecStatus ChunkCodec::store_accumulator(const float *acc, size_t count, void *dst, DType t) {
+  store_from_float(acc, count, dst, t);
+  return CodecStatus::ok;
+}
+
 std::unique_ptr<ChunkCodec> make_q8_codec(uint32_t block) {
   return std::make_unique<Q8Codec>(block);
 }

@@ -41,4 +41,10 @@ Status group_average(AlgoContext &ctx, const GroupAverageArgs &args) {
   return args.use_ring ? allreduce_ring(ctx, reduce) : allreduce_recursive_doubling(ctx, reduce);
 }
 
+Status group_average_compressed(AlgoContext &ctx, ChunkCodec &codec, const void *src, void *dst,
+                                size_t count, DType dtype) {
+  const CompressedArgs args{src, dtype, dst, dtype, count, ctx.transport.size()};
+  return allreduce_compressed(ctx, codec, args);
+}
+
 }  // namespace bagua

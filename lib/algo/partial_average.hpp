@@ -1,11 +1,13 @@
 // The partial-reduce data plane: a group's members average their buffers with
-// the exact allreduce algorithms, run on a view of the transport restricted
-// to the group (no communicator is created per group).
+// the exact allreduce algorithms, or the q8 compressed allreduce, run on a
+// view of the transport restricted to the group (no communicator is created
+// per group).
 #pragma once
 
 #include <span>
 
 #include "allreduce.hpp"
+#include "compressed.hpp"
 
 namespace bagua {
 
@@ -43,5 +45,12 @@ struct GroupAverageArgs {
 
 // dst = sum over members of weight_i * src_i; ctx.transport is the group's view.
 Status group_average(AlgoContext &ctx, const GroupAverageArgs &args);
+
+// dst = the uniform average of the members' src through `codec` (the
+// compressed allreduce, ByteGrad): bit-identical on every member, within the
+// codec's error of the exact average. Not for f64 (the codecs read halves and
+// float32 only).
+Status group_average_compressed(AlgoContext &ctx, ChunkCodec &codec, const void *src, void *dst,
+                                size_t count, DType dtype);
 
 }  // namespace bagua

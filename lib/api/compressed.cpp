@@ -1,11 +1,16 @@
 // C entry points of the compressed allreduces (q8, fp16 cast, 1-bit sign)
 // and the sign error-feedback state.
 #include "../algo/compressed.hpp"
+#if BAGUA_HAVE_CUDA
+#include "../algo/compressed_codecs_cuda.hpp"
+#endif
 
 #include <vector>
 
 #include "../core/comm.hpp"
+#include "../core/cuda_stream.hpp"
 #include "../core/hierarchy.hpp"
+#include "../core/memory.hpp"
 #include "../core/runtime.hpp"
 #include "guard.hpp"
 #include "validate.hpp"
@@ -40,17 +45,53 @@ Status validate_compressed(const char *fn, const ReductionCall &call) {
   return BAGUA_SUCCESS;
 }
 
-// The codec for a call over `ranks` contributors in all.
+// Where the call's buffers live; both must be on the same side. Device
+// buffers exist only in a CUDA build with a device present.
+Status buffers_on_device(const char *fn, Method m, const ReductionCall &call, bool *device) {
+  const bool src = is_device_pointer(call.src), dst = is_device_pointer(call.dst);
+  if (src != dst)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "%s: sendbuf is in %s memory but recvbuf in %s memory; both must be host "
+                "buffers or both CUDA device buffers",
+                fn, src ? "CUDA device" : "host", dst ? "CUDA device" : "host");
+  if (dst && m == Method::sign)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "%s: CUDA device buffers are supported by bagua_allreduce_q8 and "
+                "bagua_allreduce_fp16 only; pass host memory",
+                fn);
+  *device = dst;
+  return BAGUA_SUCCESS;
+}
+
+#if BAGUA_HAVE_CUDA
+std::unique_ptr<ChunkCodec> q8_codec(uint32_t block, bool device, void *stream) {
+  return device ? make_gpu_q8_codec(block, stream) : make_q8_codec(block);
+}
+std::unique_ptr<ChunkCodec> fp16_codec(float contribution, float reduced, bool device,
+                                       void *stream) {
+  return device ? make_gpu_cast_codec(codec::CastFormat::fp16, contribution, reduced, stream)
+                : make_cast_codec(codec::CastFormat::fp16, contribution, reduced);
+}
+#else
+// Without CUDA every buffer is a host buffer.
+std::unique_ptr<ChunkCodec> q8_codec(uint32_t block, bool, void *) { return make_q8_codec(block); }
+std::unique_ptr<ChunkCodec> fp16_codec(float contribution, float reduced, bool, void *) {
+  return make_cast_codec(codec::CastFormat::fp16, contribution, reduced);
+}
+#endif
+
+// The codec for a call over `ranks` contributors in all, on host or device
+// buffers (device codecs run on `stream`).
 std::unique_ptr<ChunkCodec> make_codec(Method m, const Options &o, int ranks, bool average,
-                                       bagua_sign_state *state) {
+                                       bagua_sign_state *state, bool device, void *stream) {
   const auto block = static_cast<uint32_t>(o.compressed.codec_block);
   switch (m) {
-    case Method::q8: return make_q8_codec(block);
+    case Method::q8: return q8_codec(block, device, stream);
     case Method::fp16: {
       // Scaling by 1/n keeps a sum of n float16 values within float16 range;
       // an average is already in range.
       const float inv = 1.0f / float(ranks);
-      return make_cast_codec(codec::CastFormat::fp16, inv, average ? 1.0f : inv);
+      return fp16_codec(inv, average ? 1.0f : inv, device, stream);
     }
     case Method::sign:
       return make_sign_codec(block, state->contribution_residual.data(),
@@ -95,8 +136,10 @@ Status compressed_allreduce(const char *fn, Method method, const void *sendbuf, 
                             int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                             bagua_sign_state *state) {
   ReductionCall call;
-  BAGUA_TRY(validate_reduction(fn, sendbuf, recvbuf, count, datatype, op, &call));
+  BAGUA_TRY(validate_reduction_any_memory(fn, sendbuf, recvbuf, count, datatype, op, &call));
   BAGUA_TRY(validate_compressed(fn, call));
+  bool device = false;
+  BAGUA_TRY(buffers_on_device(fn, method, call, &device));
   if (method == Method::sign) {
     if (state == nullptr) return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: state is NULL", fn);
     if (state->count != call.count)
@@ -108,9 +151,14 @@ Status compressed_allreduce(const char *fn, Method method, const void *sendbuf, 
   Communicator *c = nullptr;
   BAGUA_TRY(Communicator::get(comm, &c));
   BAGUA_TRY(c->check_usable());
+  if (device && c->options().compressed.hierarchical)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "%s: CUDA device buffers are not supported with BAGUA_HIERARCHICAL=1; pass "
+                "host memory or use the flat mode",
+                fn);
   const bool average = call.op == ReduceOp::avg;
   const std::unique_ptr<ChunkCodec> codec =
-      make_codec(method, c->options(), c->size(), average, state);
+      make_codec(method, c->options(), c->size(), average, state, device, cuda_stream_of(comm));
   if (c->options().compressed.hierarchical)
     return run_hierarchical(*c, channel_of(method), *codec, call);
   return run_flat(*c, channel_of(method), *codec, call);
@@ -126,6 +174,17 @@ Status sign_state_create(int count, MPI_Comm comm, bagua_sign_state_t *state) {
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "bagua_sign_state_create: comm is MPI_COMM_NULL");
   const auto n = static_cast<size_t>(count);
   *state = new bagua_sign_state{comm, n, std::vector<float>(n), std::vector<float>(n)};
+  return BAGUA_SUCCESS;
+}
+
+Status set_stream(MPI_Comm comm, void *stream) {
+  BAGUA_TRY(runtime_ensure());
+  if (comm == MPI_COMM_NULL)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "bagua_set_cuda_stream: comm is MPI_COMM_NULL");
+  if (!BAGUA_HAVE_CUDA)
+    return fail(BAGUA_ERR_NOT_AVAILABLE,
+                "bagua_set_cuda_stream: this build of bagua has no CUDA support");
+  set_cuda_stream(comm, stream);
   return BAGUA_SUCCESS;
 }
 
@@ -170,4 +229,8 @@ extern "C" int bagua_sign_state_free(bagua_sign_state_t *state) {
     *state = nullptr;
     return BAGUA_SUCCESS;
   });
+}
+
+extern "C" int bagua_set_cuda_stream(MPI_Comm comm, void *stream) {
+  return bagua::guard("bagua_set_cuda_stream", [&] { return bagua::set_stream(comm, stream); });
 }

@@ -47,6 +47,22 @@ Status check_group_size(int group_size, int size) {
   return BAGUA_SUCCESS;
 }
 
+// The q8 group average reads float32 and halves only, and averages uniformly.
+// Checked before the rank asks for a group, so a refused call leaves no
+// group waiting for it.
+Status check_compression(const char *fn, const ReductionCall &call, const PartialOptions &o) {
+  if (o.compression == PartialCompression::none) return BAGUA_SUCCESS;
+  if (call.dtype == DType::f64)
+    return fail(BAGUA_ERR_UNSUPPORTED_DATATYPE,
+                "%s: with BAGUA_PARTIAL_COMPRESSION=q8 the datatype must be MPI_FLOAT, "
+                "BAGUA_FLOAT16 or BAGUA_BFLOAT16 (got %s)",
+                fn, dtype_name(call.dtype));
+  if (o.weights != PartialWeights::uniform)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "%s: BAGUA_PARTIAL_COMPRESSION=q8 needs BAGUA_PARTIAL_WEIGHTS=uniform", fn);
+  return BAGUA_SUCCESS;
+}
+
 int resolve_group_size(int group_size, const Communicator &c) {
   if (group_size > 0) return group_size;
   const int configured = c.options().partial.group_size;
@@ -67,6 +83,10 @@ Status average_in_group(Communicator &c, PartialState &state, const ReductionCal
   AlgoContext ctx{view, TagSpace::make(Channel::partial_reduce, static_cast<uint32_t>(group.id)),
                   Deadline::after_ms(c.options().timeout_ms), state.scratch(),
                   c.options().segment_bytes};
+  if (c.options().partial.compression == PartialCompression::q8) {
+    const auto codec = make_q8_codec(static_cast<uint32_t>(c.options().compressed.codec_block));
+    return group_average_compressed(ctx, *codec, call.src, call.dst, call.count, call.dtype);
+  }
   const size_t bytes = call.count * dtype_size(call.dtype);
   const AllreduceAlgo algo = c.options().allreduce_algo;
   const bool ring = algo == AllreduceAlgo::ring ||
@@ -83,6 +103,7 @@ Status partial_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
   Communicator *c = nullptr;
   BAGUA_TRY(Communicator::get(comm, &c));
   BAGUA_TRY(check_group_size(group_size, c->size()));
+  BAGUA_TRY(check_compression(fn, call, c->options().partial));
   PartialState *state = nullptr;
   BAGUA_TRY(get_state(c, fn, &state));
   PlannedGroup group;

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "../core/memory.hpp"
 #include "../core/runtime.hpp"
 
 namespace bagua {
@@ -14,8 +15,8 @@ bool overlaps(const void *a, const void *b, size_t bytes) {
 
 }  // namespace
 
-Status validate_reduction(const char *fn, const void *sendbuf, void *recvbuf, int count,
-                          MPI_Datatype datatype, MPI_Op op, ReductionCall *out) {
+Status validate_reduction_any_memory(const char *fn, const void *sendbuf, void *recvbuf, int count,
+                                     MPI_Datatype datatype, MPI_Op op, ReductionCall *out) {
   BAGUA_TRY(runtime_ensure());
   if (count < 0) return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: count %d is negative", fn, count);
   DType dtype;
@@ -40,6 +41,19 @@ Status validate_reduction(const char *fn, const void *sendbuf, void *recvbuf, in
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: buffers must be aligned to %zu bytes (%s)", fn,
                 dtype_size(dtype), dtype_name(dtype));
   *out = {in_place ? recvbuf : sendbuf, recvbuf, static_cast<size_t>(count), dtype, rop};
+  return BAGUA_SUCCESS;
+}
+
+Status validate_reduction(const char *fn, const void *sendbuf, void *recvbuf, int count,
+                          MPI_Datatype datatype, MPI_Op op, ReductionCall *out) {
+  BAGUA_TRY(validate_reduction_any_memory(fn, sendbuf, recvbuf, count, datatype, op, out));
+#if BAGUA_HAVE_CUDA
+  if (is_device_pointer(out->src) || is_device_pointer(out->dst))
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "%s: CUDA device buffers are supported by bagua_allreduce_q8 and "
+                "bagua_allreduce_fp16 only; pass host memory",
+                fn);
+#endif
   return BAGUA_SUCCESS;
 }
 

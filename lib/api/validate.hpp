@@ -19,8 +19,11 @@ struct ReductionCall {
   ReduceOp op;
 };
 
-// Checks buffers (NULL, aliasing, in-place), count, datatype and op.
+// Checks buffers (NULL, aliasing, in-place, host memory), count, datatype and op.
 Status validate_reduction(const char *fn, const void *sendbuf, void *recvbuf, int count,
                           MPI_Datatype datatype, MPI_Op op, ReductionCall *out);
+// The same checks, CUDA device buffers allowed (for calls that handle them).
+Status validate_reduction_any_memory(const char *fn, const void *sendbuf, void *recvbuf, int count,
+                                     MPI_Datatype datatype, MPI_Op op, ReductionCall *out);
 
 }  // namespace bagua

@@ -52,6 +52,9 @@ constexpr EnvVar kVars[] = {
      "Partial reduce: averaging weights, uniform (1/size) or staleness "
      "(proportional to 1/(1 + max iteration - own iteration))."},
     {"BAGUA_PARTIAL_CONTROLLER", "0", "Partial reduce: rank that runs the group controller thread."},
+    {"BAGUA_PARTIAL_COMPRESSION", "none",
+     "Partial reduce: none = exact group average; q8 = the group averages with the q8 "
+     "compressed allreduce (BAGUA_CODEC_BLOCK; float, float16, bfloat16; uniform weights)."},
     // @env decentralized
     // @env buckets
     {"BAGUA_BUCKET_BYTES", "10485760",

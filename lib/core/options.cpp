@@ -31,6 +31,9 @@ Status load_partial(PartialOptions *p) {
   int choice = 0;
   BAGUA_TRY(env_choice("BAGUA_PARTIAL_WEIGHTS", kWeights, &choice));
   p->weights = static_cast<PartialWeights>(choice);
+  static constexpr const char *kCompressions[] = {"none", "q8"};
+  BAGUA_TRY(env_choice("BAGUA_PARTIAL_COMPRESSION", kCompressions, &choice));
+  p->compression = static_cast<PartialCompression>(choice);
   return BAGUA_SUCCESS;
 }
 

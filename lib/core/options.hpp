@@ -14,6 +14,7 @@ enum class AllreduceAlgo { automatic, ring, recursive_doubling };
 
 // Partial reduce (bagua_partial_reduce); see doc/partial.md.
 enum class PartialWeights { uniform, staleness };
+enum class PartialCompression { none, q8 };
 struct PartialOptions {
   int group_size = 0;  // 0: half the ranks, rounded up
   int min_group_size = 2;
@@ -22,6 +23,7 @@ struct PartialOptions {
   int64_t deadline_max_ms = 1000;
   int tau = 16;
   PartialWeights weights = PartialWeights::uniform;
+  PartialCompression compression = PartialCompression::none;
   int controller_rank = 0;
 };
 

@@ -78,13 +78,7 @@ class MpiTransport final : public Transport {
   Status prepare(size_t bytes, int peer, Tag tag, bool is_recv, Request *req) {
     if (bytes > static_cast<size_t>(INT_MAX))
       return fail(BAGUA_ERR_INTERNAL, "message of %zu bytes exceeds MPI's int count", bytes);
-    if (peer < 0 || peer >= size() || tag >= kTagLimit)
-      return fail(BAGUA_ERR_INTERNAL, "bad peer %d or tag 0x%x", peer, tag);
-    req->bytes = bytes;
-    req->peer = peer;
-    req->tag = tag;
-    req->is_recv = is_recv;
-    return BAGUA_SUCCESS;
+    return begin_request(bytes, peer, tag, is_recv, req);
   }
 
   static Status posted(int rc, const char *what, Request *req) {

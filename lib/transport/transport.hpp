@@ -70,6 +70,18 @@ class Transport {
   // where the transport allows it, and the request is never touched again.
   virtual void abandon(Request *req) = 0;
 
+ protected:
+  // Checks the peer and tag of a request being posted and records them.
+  Status begin_request(size_t bytes, int peer, Tag tag, bool is_recv, Request *req) const {
+    if (peer < 0 || peer >= size_ || tag >= kTagLimit)
+      return fail(BAGUA_ERR_INTERNAL, "bad peer %d or tag 0x%x", peer, tag);
+    req->bytes = bytes;
+    req->peer = peer;
+    req->tag = tag;
+    req->is_recv = is_recv;
+    return BAGUA_SUCCESS;
+  }
+
  private:
   int rank_;
   int size_;

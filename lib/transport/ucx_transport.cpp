@@ -98,7 +98,7 @@ class UcxTransport final : public Transport {
   }
 
   Status isend(const void *buf, size_t bytes, int peer, Tag tag, Request *req) override {
-    BAGUA_TRY(prepare(bytes, peer, tag, false, req));
+    BAGUA_TRY(begin_request(bytes, peer, tag, false, req));
     const ucp_request_param_t param{};
     const ucs_status_ptr_t r =
         ucp_tag_send_nbx(endpoints_[peer], buf, bytes, ucp_tag(rank(), tag), &param);
@@ -106,7 +106,7 @@ class UcxTransport final : public Transport {
   }
 
   Status irecv(void *buf, size_t bytes, int peer, Tag tag, Request *req) override {
-    BAGUA_TRY(prepare(bytes, peer, tag, true, req));
+    BAGUA_TRY(begin_request(bytes, peer, tag, true, req));
     // Always take a request: a receive that completes at once would not
     // report the length of its message (UCX 1.13 leaves recv_info unset).
     ucp_request_param_t param{};
@@ -153,16 +153,6 @@ class UcxTransport final : public Transport {
   }
 
  private:
-  Status prepare(size_t bytes, int peer, Tag tag, bool is_recv, Request *req) {
-    if (peer < 0 || peer >= size() || tag >= kTagLimit)
-      return fail(BAGUA_ERR_INTERNAL, "bad peer %d or tag 0x%x", peer, tag);
-    req->bytes = bytes;
-    req->peer = peer;
-    req->tag = tag;
-    req->is_recv = is_recv;
-    return BAGUA_SUCCESS;
-  }
-
   static Status posted(ucs_status_ptr_t r, const char *what, Request *req) {
     if (UCS_PTR_IS_ERR(r)) return ucx_error(UCS_PTR_STATUS(r), what, *req);
     ucx_request(req) = r;

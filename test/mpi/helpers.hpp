@@ -3,6 +3,7 @@
 
 #include <mpi.h>
 
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdlib>
 #include <initializer_list>
@@ -52,6 +53,13 @@ inline bool all_ranks(bool ok, MPI_Comm comm = MPI_COMM_WORLD) {
   int mine = ok ? 1 : 0, all = 0;
   MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
   return all == 1;
+}
+
+// The call failed with `code` and a message containing `words`.
+inline void expect_error(int rc, int code, const char *words) {
+  INFO("message: " << bagua_last_error());
+  CHECK(rc == code);
+  CHECK(std::string(bagua_last_error()).find(words) != std::string::npos);
 }
 
 // Element types as (MPI handle, storage conversions).

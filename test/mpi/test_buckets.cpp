@@ -14,11 +14,6 @@
 
 namespace {
 
-void expect_error(int rc, int code, const char *words) {
-  INFO("message: " << bagua_last_error());
-  CHECK(rc == code);
-  CHECK(std::string(bagua_last_error()).find(words) != std::string::npos);
-}
 
 // Rank r's contribution to element i of tensor t in round k: small integers,
 // so sums are exact in float.
@@ -199,30 +194,30 @@ TEST_CASE("buckets: mixed algorithms and datatypes in one model", "[buckets]") {
 
 TEST_CASE("buckets: registration and usage errors are clear", "[buckets][errors]") {
   bagua_bucket_comm *bc = nullptr;
-  expect_error(bagua_bucket_comm_create(MPI_COMM_NULL, nullptr, &bc), BAGUA_ERR_INVALID_ARGUMENT,
+  test::expect_error(bagua_bucket_comm_create(MPI_COMM_NULL, nullptr, &bc), BAGUA_ERR_INVALID_ARGUMENT,
                "MPI_COMM_NULL");
   CHECK(bc == nullptr);
-  expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, nullptr, nullptr),
+  test::expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, nullptr, nullptr),
                BAGUA_ERR_INVALID_ARGUMENT, "out is NULL");
-  expect_error(bagua_bucket_config_init(nullptr), BAGUA_ERR_INVALID_ARGUMENT, "config is NULL");
+  test::expect_error(bagua_bucket_config_init(nullptr), BAGUA_ERR_INVALID_ARGUMENT, "config is NULL");
   bagua_bucket_config config;
   REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
   CHECK(config.bucket_bytes == BAGUA_BUCKET_DEFAULT_BYTES);
   config.bucket_bytes = 0;
-  expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc), BAGUA_ERR_INVALID_ARGUMENT,
+  test::expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc), BAGUA_ERR_INVALID_ARGUMENT,
                "bucket_bytes");
   REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
   config.flatten = 2;
-  expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc), BAGUA_ERR_INVALID_ARGUMENT,
+  test::expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc), BAGUA_ERR_INVALID_ARGUMENT,
                "flatten");
   REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
   const int bad_algorithm = 42;  // as a C caller could pass
   std::memcpy(&config.algorithm.algorithm, &bad_algorithm, sizeof bad_algorithm);
-  expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc), BAGUA_ERR_INVALID_ARGUMENT,
+  test::expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc), BAGUA_ERR_INVALID_ARGUMENT,
                "algorithm 42");
   REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
   config.algorithm.op = MPI_PROD;
-  expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc), BAGUA_ERR_UNSUPPORTED_OP,
+  test::expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc), BAGUA_ERR_UNSUPPORTED_OP,
                "op");
 
   // Marks never made: wait gives up after BAGUA_TIMEOUT_MS (read at create).
@@ -235,65 +230,65 @@ TEST_CASE("buckets: registration and usage errors are clear", "[buckets][errors]
   REQUIRE(bagua_bucket_comm_register(bc, b.data(), 10, MPI_FLOAT, &id) == BAGUA_SUCCESS);
   REQUIRE(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets) == BAGUA_SUCCESS);
   REQUIRE(bagua_bucket_comm_mark_ready(bc, 0) == BAGUA_SUCCESS);
-  expect_error(bagua_bucket_comm_wait_all(bc), BAGUA_ERR_TIMEOUT, "first: tensor 1");
+  test::expect_error(bagua_bucket_comm_wait_all(bc), BAGUA_ERR_TIMEOUT, "first: tensor 1");
   REQUIRE(bagua_bucket_comm_destroy(bc) == BAGUA_SUCCESS);
 
   REQUIRE(bagua_bucket_comm_create(MPI_COMM_WORLD, nullptr, &bc) == BAGUA_SUCCESS);
   std::vector<double> c(10);
-  expect_error(bagua_bucket_comm_wait_all(bc), BAGUA_ERR_INVALID_ARGUMENT, "nothing to wait for");
-  expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets),
+  test::expect_error(bagua_bucket_comm_wait_all(bc), BAGUA_ERR_INVALID_ARGUMENT, "nothing to wait for");
+  test::expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets),
                BAGUA_ERR_INVALID_ARGUMENT, "no tensor");
-  expect_error(bagua_bucket_comm_register(nullptr, a.data(), 100, MPI_FLOAT, &id),
+  test::expect_error(bagua_bucket_comm_register(nullptr, a.data(), 100, MPI_FLOAT, &id),
                BAGUA_ERR_INVALID_ARGUMENT, "bc is NULL");
-  expect_error(bagua_bucket_comm_register(bc, nullptr, 100, MPI_FLOAT, &id),
+  test::expect_error(bagua_bucket_comm_register(bc, nullptr, 100, MPI_FLOAT, &id),
                BAGUA_ERR_INVALID_ARGUMENT, "ptr is NULL");
-  expect_error(bagua_bucket_comm_register(bc, a.data(), -1, MPI_FLOAT, &id),
+  test::expect_error(bagua_bucket_comm_register(bc, a.data(), -1, MPI_FLOAT, &id),
                BAGUA_ERR_INVALID_ARGUMENT, "negative");
-  expect_error(bagua_bucket_comm_register(bc, a.data(), 100, MPI_INT, &id),
+  test::expect_error(bagua_bucket_comm_register(bc, a.data(), 100, MPI_INT, &id),
                BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
-  expect_error(bagua_bucket_comm_register(bc, a.data(), 100, MPI_FLOAT, nullptr),
+  test::expect_error(bagua_bucket_comm_register(bc, a.data(), 100, MPI_FLOAT, nullptr),
                BAGUA_ERR_INVALID_ARGUMENT, "tensor_id is NULL");
   REQUIRE(bagua_bucket_comm_register(bc, a.data() + 10, 50, MPI_FLOAT, &id) == BAGUA_SUCCESS);
-  expect_error(bagua_bucket_comm_register(bc, a.data(), 11, MPI_FLOAT, &id),
+  test::expect_error(bagua_bucket_comm_register(bc, a.data(), 11, MPI_FLOAT, &id),
                BAGUA_ERR_INVALID_ARGUMENT, "overlaps tensor 0");
-  expect_error(bagua_bucket_comm_register(bc, a.data() + 59, 2, MPI_FLOAT, &id),
+  test::expect_error(bagua_bucket_comm_register(bc, a.data() + 59, 2, MPI_FLOAT, &id),
                BAGUA_ERR_INVALID_ARGUMENT, "overlaps tensor 0");
-  expect_error(bagua_bucket_comm_register(bc, a.data() + 20, 1, MPI_FLOAT, &id),
+  test::expect_error(bagua_bucket_comm_register(bc, a.data() + 20, 1, MPI_FLOAT, &id),
                BAGUA_ERR_INVALID_ARGUMENT, "overlaps tensor 0");
   REQUIRE(bagua_bucket_comm_register(bc, a.data(), 10, MPI_FLOAT, &id) == BAGUA_SUCCESS);
   REQUIRE(bagua_bucket_comm_register(bc, a.data() + 60, 40, MPI_FLOAT, &id) == BAGUA_SUCCESS);
   REQUIRE(bagua_bucket_comm_register(bc, c.data(), 10, MPI_DOUBLE, &id) == BAGUA_SUCCESS);
   REQUIRE(bagua_bucket_comm_register(bc, b.data(), 100, MPI_FLOAT, &id) == BAGUA_SUCCESS);
-  expect_error(bagua_bucket_comm_mark_ready(bc, 0), BAGUA_ERR_INVALID_ARGUMENT,
+  test::expect_error(bagua_bucket_comm_mark_ready(bc, 0), BAGUA_ERR_INVALID_ARGUMENT,
                "finalize_registration");
   REQUIRE(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets) == BAGUA_SUCCESS);
   // A datatype change closes a bucket: floats, the double, floats.
   CHECK(buckets == 3);
-  expect_error(bagua_bucket_comm_register(bc, b.data(), 1, MPI_FLOAT, &id),
+  test::expect_error(bagua_bucket_comm_register(bc, b.data(), 1, MPI_FLOAT, &id),
                BAGUA_ERR_INVALID_ARGUMENT, "already finalized");
-  expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets),
+  test::expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets),
                BAGUA_ERR_INVALID_ARGUMENT, "already finalized");
-  expect_error(bagua_bucket_comm_mark_ready(bc, 5), BAGUA_ERR_INVALID_ARGUMENT, "unknown");
-  expect_error(bagua_bucket_comm_mark_ready(bc, -1), BAGUA_ERR_INVALID_ARGUMENT, "unknown");
-  expect_error(bagua_bucket_comm_wait(bc, 3), BAGUA_ERR_INVALID_ARGUMENT, "does not exist");
+  test::expect_error(bagua_bucket_comm_mark_ready(bc, 5), BAGUA_ERR_INVALID_ARGUMENT, "unknown");
+  test::expect_error(bagua_bucket_comm_mark_ready(bc, -1), BAGUA_ERR_INVALID_ARGUMENT, "unknown");
+  test::expect_error(bagua_bucket_comm_wait(bc, 3), BAGUA_ERR_INVALID_ARGUMENT, "does not exist");
   int flag = 0;
-  expect_error(bagua_bucket_comm_test(bc, 0, nullptr), BAGUA_ERR_INVALID_ARGUMENT, "flag");
+  test::expect_error(bagua_bucket_comm_test(bc, 0, nullptr), BAGUA_ERR_INVALID_ARGUMENT, "flag");
   const bagua_bucket_algorithm_config q8{BAGUA_BUCKET_ALLREDUCE_Q8, BAGUA_AVG};
   const bagua_bucket_algorithm_config q8_max{BAGUA_BUCKET_ALLREDUCE_Q8, MPI_MAX};
-  expect_error(bagua_bucket_comm_set_algorithm(bc, 1, &q8), BAGUA_ERR_UNSUPPORTED_DATATYPE,
+  test::expect_error(bagua_bucket_comm_set_algorithm(bc, 1, &q8), BAGUA_ERR_UNSUPPORTED_DATATYPE,
                "bucket 1");
-  expect_error(bagua_bucket_comm_set_algorithm(bc, -1, &q8), BAGUA_ERR_UNSUPPORTED_DATATYPE,
+  test::expect_error(bagua_bucket_comm_set_algorithm(bc, -1, &q8), BAGUA_ERR_UNSUPPORTED_DATATYPE,
                "bucket 1");
-  expect_error(bagua_bucket_comm_set_algorithm(bc, 0, &q8_max), BAGUA_ERR_UNSUPPORTED_OP,
+  test::expect_error(bagua_bucket_comm_set_algorithm(bc, 0, &q8_max), BAGUA_ERR_UNSUPPORTED_OP,
                "MPI_SUM or BAGUA_AVG");
-  expect_error(bagua_bucket_comm_set_algorithm(bc, 0, nullptr), BAGUA_ERR_INVALID_ARGUMENT,
+  test::expect_error(bagua_bucket_comm_set_algorithm(bc, 0, nullptr), BAGUA_ERR_INVALID_ARGUMENT,
                "algorithm is NULL");
   // Bucket 0 holds tensors 0..2: mark two of them.
   REQUIRE(bagua_bucket_comm_mark_ready(bc, 0) == BAGUA_SUCCESS);
   REQUIRE(bagua_bucket_comm_mark_ready(bc, 1) == BAGUA_SUCCESS);
-  expect_error(bagua_bucket_comm_mark_ready(bc, 1), BAGUA_ERR_INVALID_ARGUMENT,
+  test::expect_error(bagua_bucket_comm_mark_ready(bc, 1), BAGUA_ERR_INVALID_ARGUMENT,
                "already marked ready");
-  expect_error(bagua_bucket_comm_set_algorithm(bc, 0, &q8), BAGUA_ERR_INVALID_ARGUMENT,
+  test::expect_error(bagua_bucket_comm_set_algorithm(bc, 0, &q8), BAGUA_ERR_INVALID_ARGUMENT,
                "between rounds");
   REQUIRE(bagua_bucket_comm_test(bc, 0, &flag) == BAGUA_SUCCESS);
   CHECK(flag == 0);
@@ -313,7 +308,7 @@ TEST_CASE("buckets: ranks that register different tensors get a mismatch", "[buc
   int id = 0, buckets = 0;
   REQUIRE(bagua_bucket_comm_register(bc, a.data(), 10 + (test::world_rank() == 0), MPI_FLOAT,
                                      &id) == BAGUA_SUCCESS);
-  expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets), BAGUA_ERR_MISMATCH,
+  test::expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets), BAGUA_ERR_MISMATCH,
                "different tensors");
   bagua_bucket_comm_destroy(bc);
 }
@@ -359,23 +354,23 @@ TEST_CASE("iallreduce: requests complete with MPI_Wait, MPI_Waitall and MPI_Test
 TEST_CASE("iallreduce: bad arguments are refused before starting", "[iallreduce][errors]") {
   float a[8] = {}, b[8] = {};
   MPI_Request r = MPI_REQUEST_NULL;
-  expect_error(bagua_iallreduce(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, nullptr),
+  test::expect_error(bagua_iallreduce(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, nullptr),
                BAGUA_ERR_INVALID_ARGUMENT, "request is NULL");
-  expect_error(bagua_iallreduce(nullptr, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r),
+  test::expect_error(bagua_iallreduce(nullptr, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r),
                BAGUA_ERR_INVALID_ARGUMENT, "sendbuf is NULL");
   CHECK(r == MPI_REQUEST_NULL);
-  expect_error(bagua_iallreduce(a, b, -1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r),
+  test::expect_error(bagua_iallreduce(a, b, -1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r),
                BAGUA_ERR_INVALID_ARGUMENT, "negative");
-  expect_error(bagua_iallreduce(a, b, 8, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r),
+  test::expect_error(bagua_iallreduce(a, b, 8, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r),
                BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
-  expect_error(bagua_iallreduce(a, b, 8, MPI_FLOAT, MPI_PROD, MPI_COMM_WORLD, &r),
+  test::expect_error(bagua_iallreduce(a, b, 8, MPI_FLOAT, MPI_PROD, MPI_COMM_WORLD, &r),
                BAGUA_ERR_UNSUPPORTED_OP, "op");
-  expect_error(bagua_iallreduce(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_NULL, &r),
+  test::expect_error(bagua_iallreduce(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_NULL, &r),
                BAGUA_ERR_INVALID_ARGUMENT, "MPI_COMM_NULL");
   double d[8] = {}, e[8] = {};
-  expect_error(bagua_iallreduce_q8(d, e, 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r),
+  test::expect_error(bagua_iallreduce_q8(d, e, 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r),
                BAGUA_ERR_UNSUPPORTED_DATATYPE, "MPI_FLOAT");
-  expect_error(bagua_iallreduce_q8(a, b, 8, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD, &r),
+  test::expect_error(bagua_iallreduce_q8(a, b, 8, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD, &r),
                BAGUA_ERR_UNSUPPORTED_OP, "MPI_SUM or BAGUA_AVG");
 }
 
@@ -414,11 +409,11 @@ TEST_CASE("buckets: a default algorithm a bucket cannot run fails finalize, whic
   std::vector<float> f(8);
   int id = 0, buckets = 0;
   REQUIRE(bagua_bucket_comm_register(bc, d.data(), 8, MPI_DOUBLE, &id) == BAGUA_SUCCESS);
-  expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets),
+  test::expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets),
                BAGUA_ERR_UNSUPPORTED_DATATYPE, "bucket 0");
   // Registration is still open.
   REQUIRE(bagua_bucket_comm_register(bc, f.data(), 8, MPI_FLOAT, &id) == BAGUA_SUCCESS);
-  expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets),
+  test::expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets),
                BAGUA_ERR_UNSUPPORTED_DATATYPE, "bucket 0");
   bagua_bucket_comm_destroy(bc);
 }

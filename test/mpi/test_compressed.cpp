@@ -206,35 +206,25 @@ TEST_CASE("sign allreduce error feedback: the mean over calls converges", "[comp
   CHECK(bagua_sign_state_free(&state) == BAGUA_SUCCESS);
 }
 
-namespace {
-
-void expect_error(int rc, int code, const char *words) {
-  INFO("message: " << bagua_last_error());
-  CHECK(rc == code);
-  CHECK(std::string(bagua_last_error()).find(words) != std::string::npos);
-}
-
-}  // namespace
-
 TEST_CASE("compressed allreduce rejects bad arguments clearly", "[compressed][errors]") {
   float a[8] = {}, b[8] = {};
   for (const Method &m : kMethods) {
     INFO(m.name);
-    expect_error(m.fn(nullptr, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+    test::expect_error(m.fn(nullptr, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
                  BAGUA_ERR_INVALID_ARGUMENT, "sendbuf is NULL");
-    expect_error(m.fn(a, nullptr, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+    test::expect_error(m.fn(a, nullptr, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
                  BAGUA_ERR_INVALID_ARGUMENT, "recvbuf is NULL");
-    expect_error(m.fn(a, b, -1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), BAGUA_ERR_INVALID_ARGUMENT,
+    test::expect_error(m.fn(a, b, -1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), BAGUA_ERR_INVALID_ARGUMENT,
                  "negative");
-    expect_error(m.fn(a, b, 8, MPI_INT, MPI_SUM, MPI_COMM_WORLD), BAGUA_ERR_UNSUPPORTED_DATATYPE,
+    test::expect_error(m.fn(a, b, 8, MPI_INT, MPI_SUM, MPI_COMM_WORLD), BAGUA_ERR_UNSUPPORTED_DATATYPE,
                  "datatype");
-    expect_error(m.fn(a, b, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), BAGUA_ERR_UNSUPPORTED_DATATYPE,
+    test::expect_error(m.fn(a, b, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), BAGUA_ERR_UNSUPPORTED_DATATYPE,
                  "BAGUA_FLOAT16");
-    expect_error(m.fn(a, b, 8, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD), BAGUA_ERR_UNSUPPORTED_OP,
+    test::expect_error(m.fn(a, b, 8, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD), BAGUA_ERR_UNSUPPORTED_OP,
                  "MPI_SUM or BAGUA_AVG");
-    expect_error(m.fn(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_NULL), BAGUA_ERR_INVALID_ARGUMENT,
+    test::expect_error(m.fn(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_NULL), BAGUA_ERR_INVALID_ARGUMENT,
                  "MPI_COMM_NULL");
-    expect_error(m.fn(a, a + 2, 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), BAGUA_ERR_INVALID_ARGUMENT,
+    test::expect_error(m.fn(a, a + 2, 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), BAGUA_ERR_INVALID_ARGUMENT,
                  "overlap");
     CHECK(m.fn(nullptr, nullptr, 0, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == BAGUA_SUCCESS);
   }
@@ -243,21 +233,21 @@ TEST_CASE("compressed allreduce rejects bad arguments clearly", "[compressed][er
 TEST_CASE("sign state misuse is reported", "[compressed][errors]") {
   float a[8] = {}, b[8] = {};
   bagua_sign_state_t state = nullptr;
-  expect_error(bagua_sign_state_create(-1, MPI_COMM_WORLD, &state), BAGUA_ERR_INVALID_ARGUMENT,
+  test::expect_error(bagua_sign_state_create(-1, MPI_COMM_WORLD, &state), BAGUA_ERR_INVALID_ARGUMENT,
                "negative");
-  expect_error(bagua_sign_state_create(8, MPI_COMM_NULL, &state), BAGUA_ERR_INVALID_ARGUMENT,
+  test::expect_error(bagua_sign_state_create(8, MPI_COMM_NULL, &state), BAGUA_ERR_INVALID_ARGUMENT,
                "MPI_COMM_NULL");
-  expect_error(bagua_sign_state_create(8, MPI_COMM_WORLD, nullptr), BAGUA_ERR_INVALID_ARGUMENT,
+  test::expect_error(bagua_sign_state_create(8, MPI_COMM_WORLD, nullptr), BAGUA_ERR_INVALID_ARGUMENT,
                "state is NULL");
-  expect_error(bagua_sign_state_free(nullptr), BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
-  expect_error(bagua_allreduce_sign(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, nullptr),
+  test::expect_error(bagua_sign_state_free(nullptr), BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
+  test::expect_error(bagua_allreduce_sign(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, nullptr),
                BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
   REQUIRE(bagua_sign_state_create(8, MPI_COMM_WORLD, &state) == BAGUA_SUCCESS);
-  expect_error(bagua_allreduce_sign(a, b, 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, state),
+  test::expect_error(bagua_allreduce_sign(a, b, 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, state),
                BAGUA_ERR_INVALID_ARGUMENT, "count 8");
-  expect_error(bagua_allreduce_sign(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_SELF, state),
+  test::expect_error(bagua_allreduce_sign(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_SELF, state),
                BAGUA_ERR_INVALID_ARGUMENT, "another comm");
-  expect_error(bagua_allreduce_sign(a, b, 8, MPI_INT, MPI_SUM, MPI_COMM_WORLD, state),
+  test::expect_error(bagua_allreduce_sign(a, b, 8, MPI_INT, MPI_SUM, MPI_COMM_WORLD, state),
                BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
   CHECK(bagua_sign_state_free(&state) == BAGUA_SUCCESS);
   CHECK(bagua_sign_state_free(&state) == BAGUA_SUCCESS);  // NULL *state: no-op
@@ -272,7 +262,7 @@ TEST_CASE("bad compressed settings are clear errors", "[compressed][errors]") {
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     float x = 1;
-    expect_error(bagua_allreduce_q8(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, comm),
+    test::expect_error(bagua_allreduce_q8(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, comm),
                  BAGUA_ERR_INVALID_ARGUMENT, name);
     unsetenv(name);
     MPI_Comm_free(&comm);

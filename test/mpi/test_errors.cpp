@@ -4,34 +4,24 @@
 
 #include "helpers.hpp"
 
-namespace {
-
-void expect_error(int rc, int code, const char *words) {
-  INFO("message: " << bagua_last_error());
-  CHECK(rc == code);
-  CHECK(std::string(bagua_last_error()).find(words) != std::string::npos);
-}
-
-}  // namespace
-
 TEST_CASE("argument errors are reported before any communication", "[errors]") {
   float a[8] = {}, b[8] = {};
-  expect_error(bagua_allreduce(nullptr, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+  test::expect_error(bagua_allreduce(nullptr, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
                BAGUA_ERR_INVALID_ARGUMENT, "sendbuf is NULL");
-  expect_error(bagua_allreduce(a, nullptr, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+  test::expect_error(bagua_allreduce(a, nullptr, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
                BAGUA_ERR_INVALID_ARGUMENT, "recvbuf is NULL");
-  expect_error(bagua_allreduce(a, b, -1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+  test::expect_error(bagua_allreduce(a, b, -1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
                BAGUA_ERR_INVALID_ARGUMENT, "negative");
-  expect_error(bagua_allreduce(a, b, 8, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
+  test::expect_error(bagua_allreduce(a, b, 8, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
                BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
-  expect_error(bagua_allreduce(a, b, 8, MPI_FLOAT, MPI_PROD, MPI_COMM_WORLD),
+  test::expect_error(bagua_allreduce(a, b, 8, MPI_FLOAT, MPI_PROD, MPI_COMM_WORLD),
                BAGUA_ERR_UNSUPPORTED_OP, "op");
-  expect_error(bagua_allreduce(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_NULL),
+  test::expect_error(bagua_allreduce(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_NULL),
                BAGUA_ERR_INVALID_ARGUMENT, "MPI_COMM_NULL");
-  expect_error(bagua_allreduce(a, a + 2, 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+  test::expect_error(bagua_allreduce(a, a + 2, 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
                BAGUA_ERR_INVALID_ARGUMENT, "overlap");
   auto *misaligned = reinterpret_cast<float *>(reinterpret_cast<char *>(b) + 1);
-  expect_error(bagua_allreduce(a, misaligned, 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+  test::expect_error(bagua_allreduce(a, misaligned, 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
                BAGUA_ERR_INVALID_ARGUMENT, "aligned");
   // NULL buffers are fine when there is nothing to reduce.
   CHECK(bagua_allreduce(nullptr, nullptr, 0, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) ==
@@ -49,7 +39,7 @@ TEST_CASE("a bad environment value is a clear error", "[errors]") {
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   float x = 1;
-  expect_error(bagua_allreduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, comm),
+  test::expect_error(bagua_allreduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, comm),
                BAGUA_ERR_INVALID_ARGUMENT, "BAGUA_TIMEOUT_MS");
   unsetenv("BAGUA_TIMEOUT_MS");
   MPI_Comm_free(&comm);
@@ -61,7 +51,7 @@ TEST_CASE("one rank's bad setting fails the first call on every rank", "[errors]
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   float x = 1;
   const int rc = bagua_allreduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, comm);
-  expect_error(rc, BAGUA_ERR_INVALID_ARGUMENT,
+  test::expect_error(rc, BAGUA_ERR_INVALID_ARGUMENT,
                test::world_rank() == 0 ? "BAGUA_SEGMENT_BYTES" : "another rank");
   unsetenv("BAGUA_SEGMENT_BYTES");
   MPI_Comm_free(&comm);
@@ -73,7 +63,7 @@ TEST_CASE("settings that differ across ranks are refused on every rank", "[error
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   float x = 1;
-  expect_error(bagua_allreduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, comm), BAGUA_ERR_MISMATCH,
+  test::expect_error(bagua_allreduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, comm), BAGUA_ERR_MISMATCH,
                "differ across ranks");
   unsetenv("BAGUA_SEGMENT_BYTES");
   MPI_Comm_free(&comm);
@@ -88,7 +78,7 @@ TEST_CASE("mismatched counts fail on every rank, then the communicator is broken
   const int rc = bagua_allreduce(MPI_IN_PLACE, data.data(), count, MPI_FLOAT, MPI_SUM, comm.get());
   INFO("rank " << test::world_rank() << ": " << bagua_last_error());
   CHECK((rc == BAGUA_ERR_MISMATCH || rc == BAGUA_ERR_TIMEOUT));
-  expect_error(bagua_allreduce(MPI_IN_PLACE, data.data(), 16, MPI_FLOAT, MPI_SUM, comm.get()),
+  test::expect_error(bagua_allreduce(MPI_IN_PLACE, data.data(), 16, MPI_FLOAT, MPI_SUM, comm.get()),
                BAGUA_ERR_COMM_BROKEN, "earlier call failed");
   MPI_Barrier(MPI_COMM_WORLD);
 }
@@ -100,7 +90,7 @@ TEST_CASE("a peer that never calls makes the others time out", "[errors]") {
   // The last rank disappears from this collective.
   if (test::world_rank() != test::world_size() - 1) {
     const int rc = bagua_allreduce(MPI_IN_PLACE, data.data(), 16, MPI_FLOAT, MPI_SUM, comm.get());
-    expect_error(rc, BAGUA_ERR_TIMEOUT, "timed out");
+    test::expect_error(rc, BAGUA_ERR_TIMEOUT, "timed out");
   }
   MPI_Barrier(MPI_COMM_WORLD);
 }

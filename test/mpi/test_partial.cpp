@@ -1,7 +1,8 @@
 // bagua_partial_reduce: group results against closed forms computed from the
 // group info, info consistency across members (gathered with MPI), group
 // formation under injected delays, connectivity within tau groups, early
-// leavers, P = N against allreduce, and argument errors.
+// leavers, P = N against allreduce, the q8-compressed group average against
+// its error bound, and argument errors.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -117,11 +118,6 @@ std::map<long long, Record> check_consistent(const std::vector<Record> &all) {
 
 void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
-void expect_error(int rc, int code, const char *words) {
-  INFO("message: " << bagua_last_error());
-  CHECK(rc == code);
-  CHECK(std::string(bagua_last_error()).find(words) != std::string::npos);
-}
 
 }  // namespace
 
@@ -245,9 +241,9 @@ TEST_CASE("ranks leaving early never block the others", "[partial]") {
   }
   REQUIRE(bagua_partial_leave(comm.get()) == BAGUA_SUCCESS);
   float x = 1;
-  expect_error(bagua_partial_reduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, 0, comm.get(), nullptr),
+  test::expect_error(bagua_partial_reduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, 0, comm.get(), nullptr),
                BAGUA_ERR_INVALID_ARGUMENT, "already called bagua_partial_leave");
-  expect_error(bagua_partial_leave(comm.get()), BAGUA_ERR_INVALID_ARGUMENT, "already called");
+  test::expect_error(bagua_partial_leave(comm.get()), BAGUA_ERR_INVALID_ARGUMENT, "already called");
 }
 
 TEST_CASE("P = N gives exactly allreduce's average", "[partial]") {
@@ -268,25 +264,116 @@ TEST_CASE("P = N gives exactly allreduce's average", "[partial]") {
   }
 }
 
+namespace {
+
+// Smooth non-integer inputs in [-3, 5], so q8 rounding really happens.
+double smooth_input(int rank, long long iteration, size_t i) {
+  return 1.0 + 4.0 * std::sin(0.01 * double(i) + 1.3 * rank + 0.7 * double(iteration));
+}
+constexpr double kSmoothRange = 8.0;
+
+// The bound of the q8 group average: the contributions and the reduced chunk
+// are each quantized once (a q8 step is at most range / 255, whatever the
+// block), then the result is stored in the type.
+double q8_bound(Type t, double expected) {
+  const double storage = t == Type::bf16 ? 1.0 / 256 : t == Type::f16 ? 1.0 / 2048 : 1e-6;
+  return 2 * kSmoothRange / 255 + storage * std::fabs(expected) + 1e-6;
+}
+
+}  // namespace
+
+TEST_CASE("q8 group average: members agree bit for bit, within the q8 bound", "[partial]") {
+  const int calls = 3;
+  const size_t count = 3001;  // several blocks and segments, uneven chunks
+  for (Type t : {Type::f32, Type::f16, Type::bf16}) {
+    INFO(test::type_name(t));
+    // P = N and no deadline: one group of every rank per call (a group of
+    // one would be exact).
+    test::ScopedComm comm({{"BAGUA_PARTIAL_COMPRESSION", "q8"},
+                           {"BAGUA_CODEC_BLOCK", "256"},
+                           {"BAGUA_SEGMENT_BYTES", "4096"},
+                           {"BAGUA_PARTIAL_DEADLINE_MS", "100000"},
+                           {"BAGUA_PARTIAL_DEADLINE_MAX_MS", "100000"}});
+    const int rank = test::world_rank(), n = test::world_size();
+    std::vector<Record> mine;
+    std::vector<double> results;
+    size_t outside = 0, inexact = 0;
+    for (int call = 0; call < calls; ++call) {
+      const bool in_place = call % 2 == 1;
+      test::TypedBuffer send(t, count), recv(t, count);
+      test::TypedBuffer &in = in_place ? recv : send;
+      for (size_t i = 0; i < count; ++i) in.set(i, smooth_input(rank, call, i));
+      bagua_group_info info;
+      const int rc = bagua_partial_reduce(in_place ? MPI_IN_PLACE : send.data(), recv.data(),
+                                          int(count), test::mpi_type(t), n, comm.get(), &info);
+      INFO("call " << call << ": " << bagua_last_error());
+      REQUIRE(rc == BAGUA_SUCCESS);
+      CHECK(info.size == n);
+      mine.push_back(record_of(call, info));
+      // Compare with the exact average of the members' stored inputs.
+      for (size_t i = 0; i < count; ++i) {
+        double sum = 0;
+        for (int m = 0; m < info.size; ++m)
+          sum += test::TypedBuffer::round(t, smooth_input(info.members[m], info.iterations[m], i));
+        const double expected = sum / info.size, got = recv.get(i);
+        outside += std::fabs(got - expected) > q8_bound(t, expected);
+        inexact += got != test::TypedBuffer::round(t, expected);
+        results.push_back(got);
+      }
+    }
+    CHECK(outside == 0);
+    if (n > 1) CHECK(inexact > 0);  // the compressed path ran, not the exact one
+    const auto all = gather(mine);
+    const auto groups = check_consistent(all);
+    std::vector<double> all_results(results.size() * size_t(test::world_size()));
+    MPI_Allgather(results.data(), int(results.size()), MPI_DOUBLE, all_results.data(),
+                  int(results.size()), MPI_DOUBLE, MPI_COMM_WORLD);
+    // Every member's result is bit-identical to the group's first reporter's.
+    std::map<long long, const double *> first;
+    for (size_t k = 0; k < all.size(); ++k) {
+      const double *got = all_results.data() + k * count;
+      auto [it, fresh] = first.emplace(all[k].group_id, got);
+      INFO("group " << all[k].group_id << " rank " << all[k].rank);
+      if (!fresh) CHECK(std::memcmp(it->second, got, count * sizeof(double)) == 0);
+    }
+    CHECK(groups.size() == first.size());
+  }
+}
+
+TEST_CASE("q8 group average refuses double and staleness weights clearly", "[partial]") {
+  double d[3] = {1, 2, 3};
+  {
+    test::ScopedComm comm({{"BAGUA_PARTIAL_COMPRESSION", "q8"}});
+    test::expect_error(bagua_partial_reduce(MPI_IN_PLACE, d, 3, MPI_DOUBLE, 0, comm.get(), nullptr),
+                 BAGUA_ERR_UNSUPPORTED_DATATYPE, "BAGUA_PARTIAL_COMPRESSION=q8");
+    CHECK(std::string(bagua_last_error()).find("MPI_FLOAT") != std::string::npos);
+  }
+  test::ScopedComm comm(
+      {{"BAGUA_PARTIAL_COMPRESSION", "q8"}, {"BAGUA_PARTIAL_WEIGHTS", "staleness"}});
+  float x = 1;
+  test::expect_error(bagua_partial_reduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, 0, comm.get(), nullptr),
+               BAGUA_ERR_INVALID_ARGUMENT, "BAGUA_PARTIAL_WEIGHTS=uniform");
+}
+
 TEST_CASE("partial reduce rejects bad arguments with clear errors", "[partial]") {
   const int n = test::world_size();
   float a[4] = {}, b[4] = {};
   bagua_group_info info;
-  expect_error(bagua_partial_reduce(a, b, 4, MPI_FLOAT, -1, MPI_COMM_WORLD, &info),
+  test::expect_error(bagua_partial_reduce(a, b, 4, MPI_FLOAT, -1, MPI_COMM_WORLD, &info),
                BAGUA_ERR_INVALID_ARGUMENT, "group_size -1");
-  expect_error(bagua_partial_reduce(a, b, 4, MPI_FLOAT, n + 1, MPI_COMM_WORLD, &info),
+  test::expect_error(bagua_partial_reduce(a, b, 4, MPI_FLOAT, n + 1, MPI_COMM_WORLD, &info),
                BAGUA_ERR_INVALID_ARGUMENT, "group_size");
-  expect_error(bagua_partial_reduce(nullptr, b, 4, MPI_FLOAT, 1, MPI_COMM_WORLD, &info),
+  test::expect_error(bagua_partial_reduce(nullptr, b, 4, MPI_FLOAT, 1, MPI_COMM_WORLD, &info),
                BAGUA_ERR_INVALID_ARGUMENT, "sendbuf is NULL");
-  expect_error(bagua_partial_reduce(a, nullptr, 4, MPI_FLOAT, 1, MPI_COMM_WORLD, &info),
+  test::expect_error(bagua_partial_reduce(a, nullptr, 4, MPI_FLOAT, 1, MPI_COMM_WORLD, &info),
                BAGUA_ERR_INVALID_ARGUMENT, "recvbuf is NULL");
-  expect_error(bagua_partial_reduce(a, b, -1, MPI_FLOAT, 1, MPI_COMM_WORLD, &info),
+  test::expect_error(bagua_partial_reduce(a, b, -1, MPI_FLOAT, 1, MPI_COMM_WORLD, &info),
                BAGUA_ERR_INVALID_ARGUMENT, "negative");
-  expect_error(bagua_partial_reduce(a, b, 4, MPI_INT, 1, MPI_COMM_WORLD, &info),
+  test::expect_error(bagua_partial_reduce(a, b, 4, MPI_INT, 1, MPI_COMM_WORLD, &info),
                BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
-  expect_error(bagua_partial_reduce(a, b, 4, MPI_FLOAT, 1, MPI_COMM_NULL, &info),
+  test::expect_error(bagua_partial_reduce(a, b, 4, MPI_FLOAT, 1, MPI_COMM_NULL, &info),
                BAGUA_ERR_INVALID_ARGUMENT, "MPI_COMM_NULL");
-  expect_error(bagua_partial_leave(MPI_COMM_NULL), BAGUA_ERR_INVALID_ARGUMENT, "MPI_COMM_NULL");
+  test::expect_error(bagua_partial_leave(MPI_COMM_NULL), BAGUA_ERR_INVALID_ARGUMENT, "MPI_COMM_NULL");
 }
 
 TEST_CASE("out-of-range partial options are clear errors", "[partial]") {
@@ -296,6 +383,7 @@ TEST_CASE("out-of-range partial options are clear errors", "[partial]") {
       {"BAGUA_PARTIAL_MIN_GROUP_SIZE", "0"},
       {"BAGUA_PARTIAL_DEADLINE_MIN_MS", "50"},  // above the 10 ms deadline
       {"BAGUA_PARTIAL_WEIGHTS", "newest"},
+      {"BAGUA_PARTIAL_COMPRESSION", "q4"},
       {"BAGUA_PARTIAL_CONTROLLER", n_text},
       {"BAGUA_PARTIAL_GROUP_SIZE", std::to_string(test::world_size() + 1)},
   };
@@ -305,7 +393,7 @@ TEST_CASE("out-of-range partial options are clear errors", "[partial]") {
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     float x = 1;
-    expect_error(bagua_partial_reduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, 0, comm, nullptr),
+    test::expect_error(bagua_partial_reduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, 0, comm, nullptr),
                  BAGUA_ERR_INVALID_ARGUMENT, name);
     unsetenv(name);
     MPI_Comm_free(&comm);

@@ -1,0 +1,68 @@
+// Element-wise kernels of the compressed allreduce's reduce step on device
+// memory. Conversions are half.h's, shared with the host path, so a device
+// buffer gives the same bits as a host buffer.
+#include "compressed_codecs_cuda.cuh"
+#include "cuda/common.cuh"
+
+namespace bagua {
+namespace {
+
+using codec::CodecStatus;
+using codec::gpu::grid_for;
+using codec::gpu::kThreads;
+using codec::gpu::launch_status;
+using codec::gpu::with_dtype;
+
+template <class E>
+__global__ void load_kernel(const typename E::T *src, size_t count, float *out) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count;
+       i += size_t(gridDim.x) * blockDim.x)
+    out[i] = E::load(src, i);
+}
+
+template <class E>
+__global__ void store_kernel(const float *acc, size_t count, typename E::T *dst) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count;
+       i += size_t(gridDim.x) * blockDim.x)
+    E::store(dst, i, acc[i]);
+}
+
+__global__ void divide_kernel(float *acc, size_t count, float divisor) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count;
+       i += size_t(gridDim.x) * blockDim.x)
+    acc[i] = __fdiv_rn(acc[i], divisor);
+}
+
+cudaStream_t as_stream(void *s) { return static_cast<cudaStream_t>(s); }
+
+}  // namespace
+
+CodecStatus gpu_load_as_float(const void *src, DType t, size_t count, float *out, void *stream) {
+  if (count == 0) return CodecStatus::ok;
+  return with_dtype(t, [&](auto e) {
+    using E = decltype(e);
+    load_kernel<E><<<grid_for(count, kThreads), kThreads, 0, as_stream(stream)>>>(
+        static_cast<const typename E::T *>(src), count, out);
+    return launch_status();
+  });
+}
+
+CodecStatus gpu_divide(float *acc, size_t count, float divisor, void *stream) {
+  if (count == 0) return CodecStatus::ok;
+  divide_kernel<<<grid_for(count, kThreads), kThreads, 0, as_stream(stream)>>>(acc, count,
+                                                                               divisor);
+  return launch_status();
+}
+
+CodecStatus gpu_store_from_float(const float *acc, size_t count, void *dst, DType t,
+                                 void *stream) {
+  if (count == 0) return CodecStatus::ok;
+  return with_dtype(t, [&](auto e) {
+    using E = decltype(e);
+    store_kernel<E><<<grid_for(count, kThreads), kThreads, 0, as_stream(stream)>>>(
+        acc, count, static_cast<typename E::T *>(dst));
+    return launch_status();
+  });
+}
+
+}  // namespace bagua
