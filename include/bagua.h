@@ -199,7 +199,7 @@ typedef struct bagua_sign_state *bagua_sign_state_t;
  *
  * Lifetime: the caller owns the state. Use it only with the same comm and
  * count, for one buffer (e.g. one gradient bucket) across iterations; free it
- * with bagua_sign_state_free, before or after MPI_Finalize. Not thread-safe:
+ * with bagua_sign_state_destroy, before or after MPI_Finalize. Not thread-safe:
  * one call at a time per state.
  *
  * @param count >= 0.
@@ -213,7 +213,7 @@ BAGUA_API int bagua_sign_state_create(int count, MPI_Comm comm, bagua_sign_state
 
 /** Frees a state and sets *state to NULL; a NULL *state is a no-op.
  *  @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (state is NULL). */
-BAGUA_API int bagua_sign_state_free(bagua_sign_state_t *state);
+BAGUA_API int bagua_sign_state_destroy(bagua_sign_state_t *state);
 
 /**
  * 1-bit allreduce with error feedback (scaled sign: 1 bit per element plus a
@@ -435,7 +435,7 @@ typedef struct bagua_lowprec_s *bagua_lowprec_t;
  *                 communicates on its 1st, (k+1)th, (2k+1)th... call and
  *                 leaves buf alone on the others.
  * @param comm     any intra-communicator; must stay valid until
- *                 bagua_lowprec_free.
+ *                 bagua_lowprec_destroy.
  * @param state    out: the new state (NULL on failure).
  *
  * Memory: 3 * count float32 replicas plus two q8 messages per rank.
@@ -490,7 +490,7 @@ BAGUA_API int bagua_lowprec_replicas(bagua_lowprec_t state, const float **self,
  * pointer to NULL is a no-op.
  * @return BAGUA_SUCCESS.
  */
-BAGUA_API int bagua_lowprec_free(bagua_lowprec_t *state);
+BAGUA_API int bagua_lowprec_destroy(bagua_lowprec_t *state);
 
 /** Interval of the reference system's asynchronous averaging (ms). */
 #define BAGUA_ASYNC_DEFAULT_INTERVAL_MS 500
@@ -512,7 +512,7 @@ typedef struct bagua_async_s *bagua_async_t;
  * thread level works.
  *
  * @param buf         the weights, count elements; stays registered (must
- *                    stay valid) until bagua_async_average_free. May be NULL
+ *                    stay valid) until bagua_async_average_destroy. May be NULL
  *                    only when count == 0.
  * @param count       number of elements, >= 0, equal on every rank.
  * @param datatype    MPI_FLOAT, MPI_DOUBLE, BAGUA_FLOAT16 or BAGUA_BFLOAT16.
@@ -567,7 +567,7 @@ BAGUA_API int bagua_async_average_resume(bagua_async_t handle);
  * @return BAGUA_SUCCESS, or the error that had stopped the thread (the
  *         resources are freed in every case).
  */
-BAGUA_API int bagua_async_average_free(bagua_async_t *handle);
+BAGUA_API int bagua_async_average_destroy(bagua_async_t *handle);
 
 /* ----------------------------------------------------------------------------
  * Bucketed communicator and nonblocking collectives

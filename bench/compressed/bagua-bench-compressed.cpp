@@ -94,7 +94,7 @@ class Bench {
     for (size_t i = 0; i < count; ++i) send_[i] = input(rank_, i);
     bagua_sign_state_create(int(count), MPI_COMM_WORLD, &sign_);
   }
-  ~Bench() { bagua_sign_state_free(&sign_); }
+  ~Bench() { bagua_sign_state_destroy(&sign_); }
 
   int call(const std::string &algo) {
     const void *s = send_.data();

@@ -97,7 +97,7 @@ int main(int argc, char **argv) {
   const double lowprec = seconds_per_step(
       iterations, [&](int) { check(bagua_lowprec_step(state, w.data()), "bagua_lowprec_step"); });
   report("low-precision ring (q8)", lowprec, ring_neighbours() * q8_bytes(count), exact, mpi);
-  bagua_lowprec_free(&state);
+  bagua_lowprec_destroy(&state);
   MPI_Finalize();
   return 0;
 }

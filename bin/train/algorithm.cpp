@@ -164,8 +164,8 @@ class BucketedGradientAverage : public Algorithm {
   void register_tensors(std::span<const GradientTensor> tensors) {
     for (const GradientTensor &t : tensors) {
       int id = 0;
-      check(bagua_bucket_comm_register(bc_.get(), t.values.data(), int(t.values.size()),
-                                       MPI_FLOAT, &id),
+      check(bagua_bucket_comm_register(bc_.get(), t.values.data(), int(t.values.size()), MPI_FLOAT,
+                                       &id),
             "bagua_bucket_comm_register");
       ids_[{t.layer, t.bias}] = id;
     }
@@ -213,7 +213,7 @@ class SignAverage : public Algorithm {
   SignAverage(MPI_Comm comm, size_t count) : comm_(comm) {
     check(bagua_sign_state_create(int(count), comm, &state_), "bagua_sign_state_create");
   }
-  ~SignAverage() override { bagua_sign_state_free(&state_); }
+  ~SignAverage() override { bagua_sign_state_destroy(&state_); }
   void after_backward(std::span<float> grads) override {
     check(bagua_allreduce_sign(MPI_IN_PLACE, grads.data(), int(grads.size()), MPI_FLOAT, BAGUA_AVG,
                                comm_, state_),
@@ -276,7 +276,7 @@ class LowPrecisionRing : public Algorithm {
                                &state_),
           "bagua_lowprec_create");
   }
-  ~LowPrecisionRing() override { bagua_lowprec_free(&state_); }
+  ~LowPrecisionRing() override { bagua_lowprec_destroy(&state_); }
   void after_step(std::span<float> weights) override {
     check(bagua_lowprec_step(state_, weights.data()), "bagua_lowprec_step");
     if (step_ % interval_ == 0)
@@ -308,7 +308,7 @@ class AsyncAverage : public Algorithm {
           "bagua_async_average_create");
     started_ = MPI_Wtime();
   }
-  ~AsyncAverage() override { bagua_async_average_free(&handle_); }
+  ~AsyncAverage() override { bagua_async_average_destroy(&handle_); }
 
   void before_forward(std::span<float> weights) override {
     if (paused_) {
@@ -392,9 +392,8 @@ class PartialReduce : public Algorithm {
 
 struct Entry {
   AlgorithmInfo info;
-  std::function<std::unique_ptr<Algorithm>(MPI_Comm, std::span<const float>,
-                                           std::span<const GradientTensor>,
-                                           const AlgorithmSettings &)>
+  std::function<std::unique_ptr<Algorithm>(
+      MPI_Comm, std::span<const float>, std::span<const GradientTensor>, const AlgorithmSettings &)>
       make;
 };
 
@@ -433,7 +432,9 @@ const std::vector<Entry> &registry() {
          return std::make_unique<DecentralizedAverage>(c, BAGUA_PEER_RING, s.interval);
        }},
       {{"lowprec-ring", "ring averaging of q8-compressed weight differences (bagua_lowprec_*)"},
-       [](MPI_Comm c, W w, G, S s) { return std::make_unique<LowPrecisionRing>(c, w, s.interval); }},
+       [](MPI_Comm c, W w, G, S s) {
+         return std::make_unique<LowPrecisionRing>(c, w, s.interval);
+       }},
       {{"async", "asynchronous model averaging in a background thread (bagua_async_average_*)"},
        [](MPI_Comm c, W w, G, S s) {
          return std::make_unique<AsyncAverage>(c, w, s.async_interval_ms);

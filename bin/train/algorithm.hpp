@@ -80,8 +80,8 @@ std::vector<AlgorithmInfo> algorithm_list();
 
 // The algorithm `name` for `count` floats starting from `initial_weights`, communicating on
 // `comm` (collective over comm). `gradients` lists the gradient's tensors in the order backward
-// produces them (bucketed algorithms register them in this order). Throws AlgorithmError listing the available names when `name`
-// is unknown, or carrying bagua's message when a call fails.
+// produces them (bucketed algorithms register them in this order). Throws AlgorithmError listing
+// the available names when `name` is unknown, or carrying bagua's message when a call fails.
 std::unique_ptr<Algorithm> make_algorithm(const std::string &name, MPI_Comm comm,
                                           std::span<const float> initial_weights,
                                           std::span<const GradientTensor> gradients,

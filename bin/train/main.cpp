@@ -75,8 +75,7 @@ void print_usage(FILE *out) {
       d.epochs, d.batch, double(d.lr), double(d.momentum), d.hidden,
       static_cast<unsigned long long>(d.seed), d.target_accuracy, d.straggler_prob,
       d.straggler_delay, s.interval, s.partial_group, s.async_interval_ms, s.bucket_kb,
-      d.evals_per_epoch,
-      kDefaultData);
+      d.evals_per_epoch, kDefaultData);
 }
 
 std::string format_number(double v) {

@@ -66,8 +66,8 @@ const float *Mlp::forward(const float *x, int batch) {
 // Given delta_out = dLoss/d(pre-activation output) of layer `index`: bias and weight gradients
 // (each announced to `ready` once final), and (if delta_in) dLoss/d(input) masked by the
 // input's ReLU.
-void Mlp::backward_layer(int index, const float *in, float *delta_out, float *delta_in,
-                         int batch, const GradientReadyFn &ready) {
+void Mlp::backward_layer(int index, const float *in, float *delta_out, float *delta_in, int batch,
+                         const GradientReadyFn &ready) {
   const Layer &l = layers_[index];
   float *db = &grads_[l.b];
   std::fill(db, db + l.out, 0.0f);
@@ -85,8 +85,7 @@ void Mlp::backward_layer(int index, const float *in, float *delta_out, float *de
     if (in[i] <= 0.0f) delta_in[i] = 0.0f;
 }
 
-float Mlp::train_batch(const float *x, const uint8_t *y, int batch,
-                       const GradientReadyFn &ready) {
+float Mlp::train_batch(const float *x, const uint8_t *y, int batch, const GradientReadyFn &ready) {
   const float *logits = forward(x, batch);
   const int k = shape_.classes;
   delta_[2].resize(size_t(batch) * k);

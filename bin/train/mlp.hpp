@@ -35,7 +35,9 @@ class Mlp {
   std::span<float> weight_grads(int l) {
     return std::span(grads_).subspan(layers_[l].w, size_t(layers_[l].in) * layers_[l].out);
   }
-  std::span<float> bias_grads(int l) { return std::span(grads_).subspan(layers_[l].b, layers_[l].out); }
+  std::span<float> bias_grads(int l) {
+    return std::span(grads_).subspan(layers_[l].b, layers_[l].out);
+  }
 
   // Forward and backward on `batch` rows of x (batch x inputs) with labels y: fills grads()
   // with the gradient of the mean loss and returns that mean loss. Backward runs from the last

@@ -199,10 +199,9 @@ class Run {
     const auto t1 = Clock::now();
     train_.gather(batch_indices_, x_.data(), y_.data());
     // Each gradient tensor is handed to the algorithm as soon as backward has computed it.
-    const float loss = model_.train_batch(
-        x_.data(), y_.data(), b, [this](int layer, bool bias) {
-          algorithm_->gradient_ready(layer, bias);
-        });
+    const float loss = model_.train_batch(x_.data(), y_.data(), b, [this](int layer, bool bias) {
+      algorithm_->gradient_ready(layer, bias);
+    });
     const bool momentum_first = algorithm_->communicates_momentum();
     if (momentum_first) sgd_.momentum_into(model_.grads());
     const auto t2 = Clock::now();

@@ -76,8 +76,8 @@ extern "C" int bagua_async_average_resume(bagua_async_t handle) {
                             [](bagua::AsyncAverager &a) { return a.resume(); });
 }
 
-extern "C" int bagua_async_average_free(bagua_async_t *handle) {
-  return bagua::guard("bagua_async_average_free", [&] {
+extern "C" int bagua_async_average_destroy(bagua_async_t *handle) {
+  return bagua::guard("bagua_async_average_destroy", [&] {
     if (handle == nullptr || *handle == nullptr) return BAGUA_SUCCESS;
     const bagua::Status s = (*handle)->averager->abort();
     delete *handle;

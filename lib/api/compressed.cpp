@@ -221,10 +221,10 @@ extern "C" int bagua_sign_state_create(int count, MPI_Comm comm, bagua_sign_stat
                       [&] { return bagua::sign_state_create(count, comm, state); });
 }
 
-extern "C" int bagua_sign_state_free(bagua_sign_state_t *state) {
-  return bagua::guard("bagua_sign_state_free", [&] {
+extern "C" int bagua_sign_state_destroy(bagua_sign_state_t *state) {
+  return bagua::guard("bagua_sign_state_destroy", [&] {
     if (state == nullptr)
-      return bagua::fail(BAGUA_ERR_INVALID_ARGUMENT, "bagua_sign_state_free: state is NULL");
+      return bagua::fail(BAGUA_ERR_INVALID_ARGUMENT, "bagua_sign_state_destroy: state is NULL");
     delete *state;
     *state = nullptr;
     return BAGUA_SUCCESS;

@@ -161,8 +161,8 @@ extern "C" int bagua_lowprec_replicas(bagua_lowprec_t state, const float **self,
   });
 }
 
-extern "C" int bagua_lowprec_free(bagua_lowprec_t *state) {
-  return bagua::guard("bagua_lowprec_free", [&] {
+extern "C" int bagua_lowprec_destroy(bagua_lowprec_t *state) {
+  return bagua::guard("bagua_lowprec_destroy", [&] {
     if (state != nullptr) {
       delete *state;
       *state = nullptr;

@@ -72,7 +72,7 @@ TEST_CASE("async averaging converges to the mean of everything the ranks wrote",
                             << bagua_last_error() << ")");
     CHECK(worst <= tolerance);
     CHECK(bagua_async_average_abort(handle) == BAGUA_SUCCESS);
-    CHECK(bagua_async_average_free(&handle) == BAGUA_SUCCESS);
+    CHECK(bagua_async_average_destroy(&handle) == BAGUA_SUCCESS);
     CHECK(handle == nullptr);
   }
 }
@@ -94,13 +94,13 @@ TEST_CASE("abort and resume cycle many times without a hang or a leaked thread",
     REQUIRE(bagua_async_average_resume(handle) == BAGUA_SUCCESS);
   }
   REQUIRE(bagua_async_average_resume(handle) == BAGUA_SUCCESS);  // running: a no-op
-  REQUIRE(bagua_async_average_free(&handle) == BAGUA_SUCCESS);
+  REQUIRE(bagua_async_average_destroy(&handle) == BAGUA_SUCCESS);
   // Create/free cycles, freeing a running averager directly.
   for (int cycle = 0; cycle < 10; ++cycle) {
     REQUIRE(bagua_async_average_create(w.data(), int(w.size()), MPI_FLOAT, 0, MPI_COMM_WORLD,
                                        &handle) == BAGUA_SUCCESS);
     if (rank == 0) sleep_ms(2);
-    REQUIRE(bagua_async_average_free(&handle) == BAGUA_SUCCESS);
+    REQUIRE(bagua_async_average_destroy(&handle) == BAGUA_SUCCESS);
   }
   CHECK(thread_count() == threads_before);
   // Any averaging leaves the ranks' values in [0, n - 1].
@@ -126,7 +126,7 @@ TEST_CASE("one rank aborting stops every rank's thread", "[async]") {
   CHECK(w == frozen);
   bagua_async_average_unlock(handle);
   REQUIRE(bagua_async_average_abort(handle) == BAGUA_SUCCESS);
-  REQUIRE(bagua_async_average_free(&handle) == BAGUA_SUCCESS);
+  REQUIRE(bagua_async_average_destroy(&handle) == BAGUA_SUCCESS);
 }
 
 TEST_CASE("async averaging rejects bad arguments clearly", "[async][errors]") {
@@ -155,6 +155,6 @@ TEST_CASE("async averaging rejects bad arguments clearly", "[async][errors]") {
   expect(bagua_async_average_unlock(nullptr), BAGUA_ERR_INVALID_ARGUMENT, "handle is NULL");
   expect(bagua_async_average_abort(nullptr), BAGUA_ERR_INVALID_ARGUMENT, "handle is NULL");
   expect(bagua_async_average_resume(nullptr), BAGUA_ERR_INVALID_ARGUMENT, "handle is NULL");
-  CHECK(bagua_async_average_free(nullptr) == BAGUA_SUCCESS);
-  CHECK(bagua_async_average_free(&handle) == BAGUA_SUCCESS);
+  CHECK(bagua_async_average_destroy(nullptr) == BAGUA_SUCCESS);
+  CHECK(bagua_async_average_destroy(&handle) == BAGUA_SUCCESS);
 }

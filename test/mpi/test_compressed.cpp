@@ -167,7 +167,7 @@ TEST_CASE("sign allreduce of equal-magnitude inputs is exact", "[compressed][sig
     for (size_t i = 0; i < count; ++i) wrong += out[i] != in[i] * factor;
     CHECK(wrong == 0);
   }
-  CHECK(bagua_sign_state_free(&state) == BAGUA_SUCCESS);
+  CHECK(bagua_sign_state_destroy(&state) == BAGUA_SUCCESS);
   CHECK(state == nullptr);
 }
 
@@ -203,7 +203,7 @@ TEST_CASE("sign allreduce error feedback: the mean over calls converges", "[comp
   INFO("first call error " << first_error << ", error of the mean " << mean_error);
   if (n > 1) CHECK(mean_error * 5 < first_error);
   CHECK(mean_error < 0.02 * n);
-  CHECK(bagua_sign_state_free(&state) == BAGUA_SUCCESS);
+  CHECK(bagua_sign_state_destroy(&state) == BAGUA_SUCCESS);
 }
 
 TEST_CASE("compressed allreduce rejects bad arguments clearly", "[compressed][errors]") {
@@ -239,7 +239,7 @@ TEST_CASE("sign state misuse is reported", "[compressed][errors]") {
                "MPI_COMM_NULL");
   test::expect_error(bagua_sign_state_create(8, MPI_COMM_WORLD, nullptr), BAGUA_ERR_INVALID_ARGUMENT,
                "state is NULL");
-  test::expect_error(bagua_sign_state_free(nullptr), BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
+  test::expect_error(bagua_sign_state_destroy(nullptr), BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
   test::expect_error(bagua_allreduce_sign(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, nullptr),
                BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
   REQUIRE(bagua_sign_state_create(8, MPI_COMM_WORLD, &state) == BAGUA_SUCCESS);
@@ -249,8 +249,8 @@ TEST_CASE("sign state misuse is reported", "[compressed][errors]") {
                BAGUA_ERR_INVALID_ARGUMENT, "another comm");
   test::expect_error(bagua_allreduce_sign(a, b, 8, MPI_INT, MPI_SUM, MPI_COMM_WORLD, state),
                BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
-  CHECK(bagua_sign_state_free(&state) == BAGUA_SUCCESS);
-  CHECK(bagua_sign_state_free(&state) == BAGUA_SUCCESS);  // NULL *state: no-op
+  CHECK(bagua_sign_state_destroy(&state) == BAGUA_SUCCESS);
+  CHECK(bagua_sign_state_destroy(&state) == BAGUA_SUCCESS);  // NULL *state: no-op
 }
 
 TEST_CASE("bad compressed settings are clear errors", "[compressed][errors]") {

@@ -231,7 +231,7 @@ TEST_CASE("low-precision replicas stay bit-identical to the neighbours' weights"
       size_t wrong = 0;
       for (size_t i = 0; i < count; ++i) wrong += x.get(i) != test::TypedBuffer::round(t, self[i]);
       CHECK(wrong == 0);
-      CHECK(bagua_lowprec_free(&state) == BAGUA_SUCCESS);
+      CHECK(bagua_lowprec_destroy(&state) == BAGUA_SUCCESS);
       CHECK(state == nullptr);
     }
 }
@@ -248,7 +248,7 @@ TEST_CASE("one low-precision step is within the q8 bound of the exact ring avera
   REQUIRE(bagua_lowprec_create(x.data(), int(count), MPI_FLOAT, 1, MPI_COMM_WORLD, &state) ==
           BAGUA_SUCCESS);
   REQUIRE(bagua_lowprec_step(state, x.data()) == BAGUA_SUCCESS);
-  bagua_lowprec_free(&state);
+  bagua_lowprec_destroy(&state);
   // Exact ring average and the range of the difference the step quantizes.
   const std::vector<int> ranks = members(BAGUA_PEER_RING, rank, n, 0);
   std::vector<double> exact(count);
@@ -278,7 +278,7 @@ TEST_CASE("low-precision steps converge to the common mean", "[decentralized][lo
           BAGUA_SUCCESS);
   for (int step = 0; step < 100; ++step)
     REQUIRE(bagua_lowprec_step(state, x.data()) == BAGUA_SUCCESS);
-  bagua_lowprec_free(&state);
+  bagua_lowprec_destroy(&state);
   // Initial range across ranks is n - 1; the mean of element i is
   // (n - 1) / 2 + (i % 17) / 4.
   double worst = 0;
@@ -337,7 +337,7 @@ TEST_CASE("decentralized calls reject bad arguments clearly", "[decentralized][e
          "state is NULL");
   REQUIRE(bagua_lowprec_create(a, 8, MPI_FLOAT, 1, w, &state) == BAGUA_SUCCESS);
   expect(bagua_lowprec_step(state, nullptr), BAGUA_ERR_INVALID_ARGUMENT, "buf is NULL");
-  CHECK(bagua_lowprec_free(&state) == BAGUA_SUCCESS);
-  CHECK(bagua_lowprec_free(&state) == BAGUA_SUCCESS);
-  CHECK(bagua_lowprec_free(nullptr) == BAGUA_SUCCESS);
+  CHECK(bagua_lowprec_destroy(&state) == BAGUA_SUCCESS);
+  CHECK(bagua_lowprec_destroy(&state) == BAGUA_SUCCESS);
+  CHECK(bagua_lowprec_destroy(nullptr) == BAGUA_SUCCESS);
 }

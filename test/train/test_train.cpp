@@ -82,7 +82,7 @@ TEST_CASE("unknown algorithms are refused with the list of available ones") {
 }
 
 TEST_CASE("bucketed and flat gradient averaging agree") {
-  // Several buckets: W3 (64 x 10) and b3 alone, W2 (64 x 64 = 16 KiB) alone, W1 alone.
+  // 4 buckets of the 784-64-64-10 model: {b3, W3, b2}, {W2 (16 KiB)}, {b1}, {W1 (196 KiB)}.
   train::TrainConfig bucketed = short_run("allreduce");
   bucketed.max_steps = 50;
   bucketed.settings.bucket_kb = 8;
