@@ -3,6 +3,7 @@
 
 #include "../core/runtime.hpp"
 #include "guard.hpp"
+#include "validate.hpp"
 
 struct bagua_async_s {
   std::unique_ptr<bagua::AsyncAverager> averager;
@@ -16,14 +17,8 @@ Status async_create(void *buf, int count, MPI_Datatype datatype, int interval_ms
   const char *fn = "bagua_async_average_create";
   if (handle == nullptr) return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: handle is NULL", fn);
   *handle = nullptr;
-  BAGUA_TRY(runtime_ensure());
-  if (count < 0) return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: count %d is negative", fn, count);
-  if (count > 0 && buf == nullptr)
-    return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: buf is NULL with count %d", fn, count);
   DType dtype;
-  if (dtype_from_mpi(datatype, &dtype) != BAGUA_SUCCESS)
-    return fail(BAGUA_ERR_UNSUPPORTED_DATATYPE,
-                "%s: datatype is not MPI_FLOAT, MPI_DOUBLE, BAGUA_FLOAT16 or BAGUA_BFLOAT16", fn);
+  BAGUA_TRY(validate_buffer(fn, buf, count, datatype, &dtype));
   if (interval_ms < 0)
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: interval_ms %d is negative", fn, interval_ms);
   auto h = std::make_unique<bagua_async_s>();

@@ -79,14 +79,8 @@ Status create_state(const void *buf, int count, MPI_Datatype datatype, int inter
   const char *fn = "bagua_lowprec_create";
   if (state == nullptr) return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: state is NULL", fn);
   *state = nullptr;
-  BAGUA_TRY(runtime_ensure());
-  if (count < 0) return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: count %d is negative", fn, count);
-  if (count > 0 && buf == nullptr)
-    return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: buf is NULL with count %d", fn, count);
   DType dtype;
-  if (dtype_from_mpi(datatype, &dtype) != BAGUA_SUCCESS)
-    return fail(BAGUA_ERR_UNSUPPORTED_DATATYPE,
-                "%s: datatype is not MPI_FLOAT, BAGUA_FLOAT16 or BAGUA_BFLOAT16", fn);
+  BAGUA_TRY(validate_buffer(fn, buf, count, datatype, &dtype));
   if (dtype == DType::f64)
     return fail(BAGUA_ERR_UNSUPPORTED_DATATYPE,
                 "%s: datatype MPI_DOUBLE is not supported by the q8 codec (use MPI_FLOAT, "

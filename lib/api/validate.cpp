@@ -57,4 +57,16 @@ Status validate_reduction(const char *fn, const void *sendbuf, void *recvbuf, in
   return BAGUA_SUCCESS;
 }
 
+Status validate_buffer(const char *fn, const void *buf, int count, MPI_Datatype datatype,
+                       DType *out) {
+  BAGUA_TRY(runtime_ensure());
+  if (count < 0) return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: count %d is negative", fn, count);
+  if (count > 0 && buf == nullptr)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: buf is NULL with count %d", fn, count);
+  if (dtype_from_mpi(datatype, out) != BAGUA_SUCCESS)
+    return fail(BAGUA_ERR_UNSUPPORTED_DATATYPE,
+                "%s: datatype is not MPI_FLOAT, MPI_DOUBLE, BAGUA_FLOAT16 or BAGUA_BFLOAT16", fn);
+  return BAGUA_SUCCESS;
+}
+
 }  // namespace bagua

@@ -26,4 +26,9 @@ Status validate_reduction(const char *fn, const void *sendbuf, void *recvbuf, in
 Status validate_reduction_any_memory(const char *fn, const void *sendbuf, void *recvbuf, int count,
                                      MPI_Datatype datatype, MPI_Op op, ReductionCall *out);
 
+// Checks a single buffer that a state object will keep using: count >= 0,
+// buf non-NULL when count > 0, and a supported datatype.
+Status validate_buffer(const char *fn, const void *buf, int count, MPI_Datatype datatype,
+                       DType *out);
+
 }  // namespace bagua
