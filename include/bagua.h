@@ -371,7 +371,10 @@ typedef enum {
   /** Left and right neighbours (r - 1, r + 1 mod n): the average of the
    *  distinct ranks among {r - 1, r, r + 1}, i.e. 1/3 each for n >= 3, 1/2
    *  each for n == 2, the value itself for n == 1. */
-  BAGUA_PEER_RING = 2
+  BAGUA_PEER_RING = 2,
+  /** Not a value: makes every int a valid value of the type, so an
+   *  out-of-range argument is reported as an error, not undefined. */
+  BAGUA_PEER_MODE_RANGE_ = 0x7fffffff
 } bagua_peer_mode;
 
 /**
@@ -586,7 +589,10 @@ typedef enum {
    *  BAGUA_FLOAT16, BAGUA_BFLOAT16; MPI_SUM or BAGUA_AVG. */
   BAGUA_BUCKET_ALLREDUCE_Q8 = 1,
   /** float16 on the wire (bagua_allreduce_fp16, flat); as Q8. */
-  BAGUA_BUCKET_ALLREDUCE_FP16 = 2
+  BAGUA_BUCKET_ALLREDUCE_FP16 = 2,
+  /** Not a value: makes every int a valid value of the type, so an
+   *  out-of-range argument is reported as an error, not undefined. */
+  BAGUA_BUCKET_ALGORITHM_RANGE_ = 0x7fffffff
 } bagua_bucket_algorithm;
 
 /** A bucket's algorithm and its options. */

@@ -256,8 +256,8 @@ class DecentralizedAverage : public Algorithm {
       case BAGUA_PEER_ALL: return exact_allreduce_bytes(count, comm_);
       case BAGUA_PEER_SHIFT_ONE: return n > 1 ? float32_bytes(count) : 0;
       case BAGUA_PEER_RING: return float32_bytes(count) * std::min(n - 1, 2);
+      default: return 0;
     }
-    return 0;
   }
 
   MPI_Comm comm_;

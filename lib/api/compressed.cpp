@@ -183,7 +183,7 @@ Status set_stream(MPI_Comm comm, void *stream) {
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "bagua_set_cuda_stream: comm is MPI_COMM_NULL");
   if (!BAGUA_HAVE_CUDA)
     return fail(BAGUA_ERR_NOT_AVAILABLE,
-                "bagua_set_cuda_stream: this build of bagua has no CUDA support");
+                "bagua_set_cuda_stream: bagua was built without CUDA");
   set_cuda_stream(comm, stream);
   return BAGUA_SUCCESS;
 }

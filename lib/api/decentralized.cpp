@@ -27,6 +27,7 @@ Status validate_mode(const char *fn, bagua_peer_mode mode, PeerMode *out) {
     case BAGUA_PEER_ALL: *out = PeerMode::all; return BAGUA_SUCCESS;
     case BAGUA_PEER_SHIFT_ONE: *out = PeerMode::shift_one; return BAGUA_SUCCESS;
     case BAGUA_PEER_RING: *out = PeerMode::ring; return BAGUA_SUCCESS;
+    default: break;
   }
   return fail(BAGUA_ERR_INVALID_ARGUMENT,
               "%s: mode %d is not BAGUA_PEER_ALL, BAGUA_PEER_SHIFT_ONE or BAGUA_PEER_RING", fn,

@@ -51,7 +51,7 @@ bool same_on_all_ranks(const void *data, size_t bytes, MPI_Comm comm) {
   std::vector<unsigned char> root(static_cast<const unsigned char *>(data),
                                   static_cast<const unsigned char *>(data) + bytes);
   MPI_Bcast(root.data(), int(bytes), MPI_BYTE, 0, comm);
-  return test::all_ranks(std::memcmp(root.data(), data, bytes) == 0);
+  return test::all_ranks(bytes == 0 || std::memcmp(root.data(), data, bytes) == 0);
 }
 
 // Runs one compressed allreduce and checks the error bound and that all
