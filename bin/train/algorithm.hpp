@@ -25,6 +25,9 @@ struct AlgorithmSettings {
   int partial_group = 0;       // partial reduce group size P; 0 = bagua's default (half the ranks)
   int interval = 1;            // decentralized / low-precision: communicate every k steps
   int async_interval_ms = 20;  // async model averaging: pause between rounds
+  // sign: steps of exact (full-precision) averaging before 1-bit compression starts, as
+  // 1-bit Adam's warm-up; the default is one epoch of the default configuration.
+  int sign_warmup_steps = 234;
   // allreduce, q8, fp16: through bagua's bucketed communicator (per-tensor ready marks during
   // backward) with buckets of at most bucket_kb KiB; false: one flat plain call after backward.
   bool buckets = true;
