@@ -162,6 +162,9 @@ TEST_CASE("buckets: mixed algorithms and datatypes in one model", "[buckets]") {
   int bucket = -1;
   REQUIRE(bagua_bucket_comm_tensor_bucket(bc, 3, &bucket) == BAGUA_SUCCESS);
   CHECK(bucket == 3);
+  CHECK(bagua_bucket_comm_tensor_bucket(bc, 99, &bucket) == BAGUA_ERR_INVALID_ARGUMENT);
+  test::expect_error(bagua_bucket_comm_tensor_bucket(bc, 3, nullptr), BAGUA_ERR_INVALID_ARGUMENT,
+                     "bucket is NULL");
   const bagua_bucket_algorithm_config exact_sum{BAGUA_BUCKET_ALLREDUCE, MPI_SUM};
   const bagua_bucket_algorithm_config q8_avg{BAGUA_BUCKET_ALLREDUCE_Q8, BAGUA_AVG};
   const bagua_bucket_algorithm_config fp16_avg{BAGUA_BUCKET_ALLREDUCE_FP16, BAGUA_AVG};

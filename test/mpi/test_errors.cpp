@@ -32,6 +32,10 @@ TEST_CASE("status codes have names", "[errors]") {
   for (int code = BAGUA_SUCCESS; code <= BAGUA_ERR_NOT_AVAILABLE; ++code)
     CHECK(std::string(bagua_error_string(code)) != "unknown status code");
   CHECK(std::string(bagua_error_string(999)) == "unknown status code");
+  const std::string version = std::to_string(BAGUA_VERSION_MAJOR) + "." +
+                              std::to_string(BAGUA_VERSION_MINOR) + "." +
+                              std::to_string(BAGUA_VERSION_PATCH);
+  CHECK(version == bagua_version_string());
 }
 
 TEST_CASE("a bad environment value is a clear error", "[errors]") {
