@@ -207,25 +207,16 @@ std::unique_ptr<Algorithm> make_gradient_average(MPI_Comm comm,
 }
 
 // 1-bit sign allreduce keeps error-feedback residuals between steps; it averages the ranks'
-// local momenta (as 1-bit Adam does) rather than their gradients, after a warm-up of exact
-// averaging while the momenta are still far from their steady state.
+// momenta (as 1-bit Adam does) rather than their gradients.
 class SignAverage : public Algorithm {
  public:
-  SignAverage(MPI_Comm comm, size_t count, int warmup_steps)
-      : comm_(comm), warmup_steps_(warmup_steps) {
+  SignAverage(MPI_Comm comm, size_t count) : comm_(comm) {
     check(bagua_sign_state_create(int(count), comm, &state_), "bagua_sign_state_create");
   }
   ~SignAverage() override { bagua_sign_state_destroy(&state_); }
   void after_backward(std::span<float> grads) override {
-    const int count = int(grads.size());
-    if (steps_++ < warmup_steps_) {
-      check(bagua_allreduce(MPI_IN_PLACE, grads.data(), count, MPI_FLOAT, BAGUA_AVG, comm_),
-            "bagua_allreduce");
-      bytes_ += exact_allreduce_bytes(grads.size(), comm_);
-      return;
-    }
-    check(bagua_allreduce_sign(MPI_IN_PLACE, grads.data(), count, MPI_FLOAT, BAGUA_AVG, comm_,
-                               state_),
+    check(bagua_allreduce_sign(MPI_IN_PLACE, grads.data(), int(grads.size()), MPI_FLOAT, BAGUA_AVG,
+                               comm_, state_),
           "bagua_allreduce_sign");
     bytes_ += chunked_allreduce_bytes(grads.size(), comm_size(comm_), sign_bytes);
   }
@@ -235,8 +226,6 @@ class SignAverage : public Algorithm {
 
  private:
   MPI_Comm comm_;
-  const int warmup_steps_;
-  int steps_ = 0;
   bagua_sign_state_t state_ = nullptr;
   uint64_t bytes_ = 0;
 };
@@ -429,9 +418,7 @@ const std::vector<Entry> &registry() {
                                       "bagua_allreduce_fp16", fp16_allreduce_bytes);
        }},
       {{"sign", "1-bit sign gradient allreduce with error feedback (bagua_allreduce_sign)"},
-       [](MPI_Comm c, W w, G, S s) {
-         return std::make_unique<SignAverage>(c, w.size(), s.sign_warmup_steps);
-       }},
+       [](MPI_Comm c, W w, G, S) { return std::make_unique<SignAverage>(c, w.size()); }},
       {{"decentralized-all", "weights averaged with all ranks (bagua_decentralized_average)"},
        [](MPI_Comm c, W, G, S s) {
          return std::make_unique<DecentralizedAverage>(c, BAGUA_PEER_ALL, s.interval);

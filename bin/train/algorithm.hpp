@@ -25,9 +25,6 @@ struct AlgorithmSettings {
   int partial_group = 0;       // partial reduce group size P; 0 = bagua's default (half the ranks)
   int interval = 1;            // decentralized / low-precision: communicate every k steps
   int async_interval_ms = 20;  // async model averaging: pause between rounds
-  // sign: steps of exact (full-precision) averaging before 1-bit compression starts, as
-  // 1-bit Adam's warm-up; the default is one epoch of the default configuration.
-  int sign_warmup_steps = 234;
   // allreduce, q8, fp16: through bagua's bucketed communicator (per-tensor ready marks during
   // backward) with buckets of at most bucket_kb KiB; false: one flat plain call after backward.
   bool buckets = true;
@@ -66,8 +63,9 @@ class Algorithm {
   // (counted, not measured).
   virtual uint64_t bytes_sent() const = 0;
   // True when after_backward should receive the local momentum (mu v + g) instead of the
-  // gradient, the optimizer then applying the result without momentum of its own: error-feedback
-  // compression (1-bit) diverges when momentum is applied after it.
+  // gradient; the result, the ranks' averaged momentum, then replaces the local momentum and is
+  // applied as the step (1-bit Adam's scheme). Error-feedback compression (1-bit) stalls when
+  // momentum is applied after it, and loses accuracy when each rank keeps its own momentum.
   virtual bool communicates_momentum() const { return false; }
   // True when every rank holds bit-identical weights after each step (centralized averaging).
   virtual bool keeps_replicas_identical() const = 0;

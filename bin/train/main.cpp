@@ -59,7 +59,6 @@ void print_usage(FILE *out) {
       "(default %d)\n"
       "  --partial-group P      partial: group size, 0 = half the ranks (default %d)\n"
       "  --async-interval-ms T  async: pause between averaging rounds (default %d)\n"
-      "  --sign-warmup N        sign: exact averaging for the first N steps (default %d)\n"
       "  --bucket-kb K          allreduce, q8, fp16: bucket cap of the bucketed communicator,\n"
       "                         in KiB (default %d: 4 buckets for the default model)\n"
       "  --no-buckets           allreduce, q8, fp16: one flat plain call after backward\n"
@@ -75,7 +74,7 @@ void print_usage(FILE *out) {
       "  --list-algorithms      print the algorithm names, one per line, and exit\n",
       d.epochs, d.batch, double(d.lr), double(d.momentum), d.hidden,
       static_cast<unsigned long long>(d.seed), d.target_accuracy, d.straggler_prob,
-      d.straggler_delay, s.interval, s.partial_group, s.async_interval_ms, s.sign_warmup_steps, s.bucket_kb,
+      d.straggler_delay, s.interval, s.partial_group, s.async_interval_ms, s.bucket_kb,
       d.evals_per_epoch, kDefaultData);
 }
 
@@ -169,8 +168,6 @@ bool parse_options(int argc, char **argv, Options *o) {
       c.settings.bucket_kb = parse_int(flag, v, 1, 1 << 20);
     else if (flag == "--async-interval-ms")
       c.settings.async_interval_ms = parse_int(flag, v, 0, 1 << 20);
-    else if (flag == "--sign-warmup")
-      c.settings.sign_warmup_steps = parse_int(flag, v, 0, 1 << 30);
     else if (flag == "--evals-per-epoch")
       c.evals_per_epoch = parse_int(flag, v, 1, 1000);
     else if (flag == "--max-steps")

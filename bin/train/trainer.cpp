@@ -42,6 +42,8 @@ class MomentumSgd {
   void momentum_into(std::span<float> g) {
     for (size_t i = 0; i < g.size(); ++i) g[i] = v_[i] = mu_ * v_[i] + g[i];
   }
+  // v <- the ranks' averaged momentum (1-bit Adam's update of the local state).
+  void set_momentum(std::span<const float> m) { std::copy(m.begin(), m.end(), v_.begin()); }
   // w -= lr d.
   void descend(std::span<float> w, std::span<const float> d, float lr) const {
     for (size_t i = 0; i < w.size(); ++i) w[i] -= lr * d[i];
@@ -207,7 +209,11 @@ class Run {
     const auto t2 = Clock::now();
     algorithm_->after_backward(model_.grads());
     const auto t3 = Clock::now();
-    if (!momentum_first) sgd_.momentum_into(model_.grads());
+    // The averaged gradient goes into the momentum; an averaged momentum replaces it.
+    if (momentum_first)
+      sgd_.set_momentum(model_.grads());
+    else
+      sgd_.momentum_into(model_.grads());
     sgd_.descend(model_.params(), model_.grads(), learning_rate());
     const auto t4 = Clock::now();
     algorithm_->after_step(model_.params());

@@ -34,7 +34,6 @@ train::TrainConfig short_run(const std::string &algorithm) {
   c.cosine_schedule = false;
   c.test_limit = 1000;
   c.settings.async_interval_ms = 5;
-  c.settings.sign_warmup_steps = 50;  // most steps exercise the 1-bit path
   return c;
 }
 
