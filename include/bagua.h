@@ -130,8 +130,8 @@ BAGUA_API MPI_Op bagua_op_avg(void);
  *         BAGUA_ERR_TIMEOUT, BAGUA_ERR_MISMATCH, BAGUA_ERR_TRANSPORT,
  *         BAGUA_ERR_COMM_BROKEN, BAGUA_ERR_OUT_OF_MEMORY.
  */
-BAGUA_API int bagua_allreduce(const void *sendbuf, void *recvbuf, int count,
-                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+BAGUA_API int bagua_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                              MPI_Op op, MPI_Comm comm);
 
 /* ----------------------------------------------------------------------------
  * Compressed allreduce (q8, fp16/bf16 cast, 1-bit sign)
@@ -304,7 +304,8 @@ typedef struct bagua_group_info {
  * adapts, see doc/partial.md); within every BAGUA_PARTIAL_TAU groups all ranks
  * become connected (a bridging group then waits for ranks of every component,
  * and may hold more than P members). Ranks that called bagua_partial_leave
- * are never waited for: P is capped at the number of ranks still taking part.
+ * are not waited for until their next bagua_partial_reduce: P is capped at
+ * the number of ranks taking part.
  *
  * @param sendbuf    input, count elements, or MPI_IN_PLACE (input taken from
  *                   recvbuf). May be NULL only when count == 0.
@@ -328,8 +329,8 @@ typedef struct bagua_group_info {
  * Needs MPI_THREAD_MULTIPLE (the controller thread uses MPI). Blocking; calls
  * on one communicator must come from one thread at a time.
  *
- * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (also after
- *         bagua_partial_leave), BAGUA_ERR_UNSUPPORTED_DATATYPE,
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT,
+ *         BAGUA_ERR_UNSUPPORTED_DATATYPE,
  *         BAGUA_ERR_THREAD_LEVEL, BAGUA_ERR_TIMEOUT (no group within
  *         BAGUA_TIMEOUT_MS, or a member did not answer), BAGUA_ERR_MISMATCH,
  *         BAGUA_ERR_TRANSPORT, BAGUA_ERR_COMM_BROKEN, BAGUA_ERR_OUT_OF_MEMORY.
@@ -339,12 +340,18 @@ BAGUA_API int bagua_partial_reduce(const void *sendbuf, void *recvbuf, int count
                                    bagua_group_info *info);
 
 /**
- * Tells the controller this rank makes no more bagua_partial_reduce calls on
- * comm, so no group waits for it. Not collective (except as the first partial
- * call on comm, see above); returns once the controller has been told. Freeing
- * comm or MPI_Finalize leaves implicitly; on the controller rank it then waits
- * (up to BAGUA_TIMEOUT_MS) until every rank has left. Calling it twice is an
- * error.
+ * Tells the controller this rank makes no bagua_partial_reduce calls on comm
+ * until its next one, so no group waits for it meanwhile: call it before the
+ * rank enters anything that other ranks' partial calls must not wait on (an
+ * evaluation with its own collectives, a checkpoint, the end of training). The
+ * next bagua_partial_reduce takes part again; ranks come back one by one, so
+ * the first groups after all ranks left may be smaller than P (a rank back
+ * early does not wait for ranks the controller still counts as left). Not
+ * collective (except as the first partial call on comm, see above); returns
+ * once the controller has been told. Freeing comm or MPI_Finalize leaves
+ * implicitly; on the controller rank it then waits (up to BAGUA_TIMEOUT_MS)
+ * until every rank has left. Calling it twice without a bagua_partial_reduce
+ * in between is an error.
  *
  * @param comm any intra-communicator.
  * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT, BAGUA_ERR_THREAD_LEVEL,
@@ -414,8 +421,8 @@ typedef enum {
  *         BAGUA_ERR_COMM_BROKEN, BAGUA_ERR_OUT_OF_MEMORY.
  */
 BAGUA_API int bagua_decentralized_average(const void *sendbuf, void *recvbuf, int count,
-                                          MPI_Datatype datatype, bagua_peer_mode mode,
-                                          int step, int interval, MPI_Comm comm);
+                                          MPI_Datatype datatype, bagua_peer_mode mode, int step,
+                                          int interval, MPI_Comm comm);
 
 /** State of low-precision decentralized averaging for one buffer. */
 typedef struct bagua_lowprec_s *bagua_lowprec_t;
@@ -447,8 +454,8 @@ typedef struct bagua_lowprec_s *bagua_lowprec_t;
  *         BAGUA_ERR_MISMATCH, BAGUA_ERR_TRANSPORT, BAGUA_ERR_COMM_BROKEN,
  *         BAGUA_ERR_OUT_OF_MEMORY.
  */
-BAGUA_API int bagua_lowprec_create(const void *buf, int count, MPI_Datatype datatype,
-                                   int interval, MPI_Comm comm, bagua_lowprec_t *state);
+BAGUA_API int bagua_lowprec_create(const void *buf, int count, MPI_Datatype datatype, int interval,
+                                   MPI_Comm comm, bagua_lowprec_t *state);
 
 /**
  * One step of low-precision ring averaging, in place on buf (collective).
@@ -485,8 +492,8 @@ BAGUA_API int bagua_lowprec_step(bagua_lowprec_t state, void *buf);
  * @param right out: R, the copy of the right neighbour's (rank + 1) w.
  * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL state).
  */
-BAGUA_API int bagua_lowprec_replicas(bagua_lowprec_t state, const float **self,
-                                     const float **left, const float **right);
+BAGUA_API int bagua_lowprec_replicas(bagua_lowprec_t state, const float **self, const float **left,
+                                     const float **right);
 
 /**
  * Frees a state (local, not collective) and sets *state to NULL; NULL or a
@@ -530,8 +537,7 @@ typedef struct bagua_async_s *bagua_async_t;
  *         BAGUA_ERR_OUT_OF_MEMORY.
  */
 BAGUA_API int bagua_async_average_create(void *buf, int count, MPI_Datatype datatype,
-                                         int interval_ms, MPI_Comm comm,
-                                         bagua_async_t *handle);
+                                         int interval_ms, MPI_Comm comm, bagua_async_t *handle);
 
 /** Takes the lock that the background thread holds while it reads or
  *  updates buf; the caller brackets its own writes to buf with
@@ -781,9 +787,8 @@ BAGUA_API int bagua_bucket_comm_wait_all(bagua_bucket_comm *bc);
  *         nonblocking call on comm failed), BAGUA_ERR_INVALID_ARGUMENT (NULL
  *         request, too many in flight).
  */
-BAGUA_API int bagua_iallreduce(const void *sendbuf, void *recvbuf, int count,
-                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                               MPI_Request *request);
+BAGUA_API int bagua_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                               MPI_Op op, MPI_Comm comm, MPI_Request *request);
 
 /** Nonblocking bagua_allreduce_q8 (flat): arguments and rules as
  *  bagua_iallreduce, datatypes, ops and accuracy as bagua_allreduce_q8. */

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
+#include <future>
 #include <map>
 #include <utility>
 
@@ -95,11 +96,15 @@ uint64_t fp16_allreduce_bytes(size_t m, MPI_Comm comm) {
   return chunked_allreduce_bytes(m, comm_size(comm), fp16_bytes);
 }
 
+// A failed call's status and bagua's message.
+std::string describe(int status, const char *message) {
+  return std::string(bagua_error_string(status)) + ": " + message;
+}
+
 // Throws AlgorithmError with bagua's message when a call failed.
 void check(int status, const char *call) {
   if (status != BAGUA_SUCCESS)
-    throw AlgorithmError(std::string(call) + " failed: " + bagua_error_string(status) + ": " +
-                         bagua_last_error());
+    throw AlgorithmError(std::string(call) + " failed: " + describe(status, bagua_last_error()));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -351,40 +356,60 @@ class AsyncAverage : public Algorithm {
   double started_ = 0, running_s_ = 0;
 };
 
-// Partial reduce: the first P ready ranks average their weights. Groups form without the
-// other ranks, so the trainer's own collectives (evaluation) must not run while a rank could
-// still be waited for: pause() leaves, and the next step joins on a fresh duplicate of comm.
+// Partial reduce: the first P ready ranks average their weights, overlapped with this rank's
+// step as in D-PSGD's update x_{t+1} = average(x_t) - lr v_t: before the forward pass the
+// weights x_t are copied and bagua_partial_reduce averages the copy on a background thread
+// while forward, backward and the optimizer run on x_t; after the step the thread is joined
+// and the group's average replaces x_t, keeping this rank's update (weights += average - x_t).
+// Groups form without the other ranks' participation, so a rank that is in the trainer's own
+// collectives (evaluation, end) must not be waited for: pause() leaves (bagua_partial_leave),
+// and the next step's call takes part again.
 class PartialReduce : public Algorithm {
  public:
-  PartialReduce(MPI_Comm comm, int group_size) : parent_(comm), group_size_(group_size) {}
+  PartialReduce(MPI_Comm comm, size_t count, int group_size)
+      : group_size_(group_size), snapshot_(count), average_(count) {
+    MPI_Comm_dup(comm, &comm_);
+  }
   ~PartialReduce() override {
-    if (comm_ == MPI_COMM_NULL) return;
-    bagua_partial_leave(comm_);  // errors were reported by the calls that caused them
-    MPI_Comm_free(&comm_);
+    if (pending_.valid()) pending_.wait();
+    MPI_Comm_free(&comm_);  // leaves implicitly
   }
 
+  void before_forward(std::span<float> weights) override {
+    taking_part_ = true;
+    std::copy(weights.begin(), weights.end(), snapshot_.begin());
+    pending_ = std::async(std::launch::async, [this] {
+      const int status =
+          bagua_partial_reduce(snapshot_.data(), average_.data(), int(snapshot_.size()), MPI_FLOAT,
+                               group_size_, comm_, &info_);
+      // bagua_last_error() is per thread: carry the message to the joining thread.
+      return status == BAGUA_SUCCESS ? std::string() : describe(status, bagua_last_error());
+    });
+  }
   void after_step(std::span<float> weights) override {
-    if (comm_ == MPI_COMM_NULL) MPI_Comm_dup(parent_, &comm_);
-    bagua_group_info info;
-    check(bagua_partial_reduce(MPI_IN_PLACE, weights.data(), int(weights.size()), MPI_FLOAT,
-                               group_size_, comm_, &info),
-          "bagua_partial_reduce");
+    const std::string error = pending_.get();
+    if (!error.empty()) throw AlgorithmError("bagua_partial_reduce failed: " + error);
+    for (size_t i = 0; i < weights.size(); ++i) weights[i] += average_[i] - snapshot_[i];
     // The group averages with bagua's exact ring allreduce among its members.
-    if (info.size > 1)
-      bytes_ += uint64_t(2) * (info.size - 1) * float32_bytes(ceil_div(weights.size(), info.size));
+    if (info_.size > 1)
+      bytes_ +=
+          uint64_t(2) * (info_.size - 1) * float32_bytes(ceil_div(weights.size(), info_.size));
   }
   void pause() override {
-    if (comm_ == MPI_COMM_NULL) return;
+    if (!taking_part_) return;
     check(bagua_partial_leave(comm_), "bagua_partial_leave");
-    MPI_Comm_free(&comm_);
+    taking_part_ = false;
   }
   uint64_t bytes_sent() const override { return bytes_; }
   bool keeps_replicas_identical() const override { return false; }
 
  private:
-  MPI_Comm parent_;
   MPI_Comm comm_ = MPI_COMM_NULL;
+  bool taking_part_ = false;  // a call since the last bagua_partial_leave
   int group_size_;
+  std::vector<float> snapshot_, average_;
+  bagua_group_info info_{};
+  std::future<std::string> pending_;
   uint64_t bytes_ = 0;
 };
 
@@ -440,7 +465,9 @@ const std::vector<Entry> &registry() {
          return std::make_unique<AsyncAverage>(c, w, s.async_interval_ms);
        }},
       {{"partial", "weights averaged among the first P ready ranks (bagua_partial_reduce)"},
-       [](MPI_Comm c, W, G, S s) { return std::make_unique<PartialReduce>(c, s.partial_group); }},
+       [](MPI_Comm c, W w, G, S s) {
+         return std::make_unique<PartialReduce>(c, w.size(), s.partial_group);
+       }},
   };
   return entries;
 }

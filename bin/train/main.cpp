@@ -65,6 +65,8 @@ void print_usage(FILE *out) {
       "  --evals-per-epoch N    test-set evaluations per epoch (default %d)\n"
       "  --max-steps N          stop after N steps, 0 = no limit (default 0)\n"
       "  --test-limit N         evaluate on the first N test images, 0 = all (default 0)\n"
+      "  --eval-model M         replicas that differ: evaluate their 'average' or each rank's\n"
+      "                         'local' weights (mean accuracy) (default average)\n"
       "  --data DIR             Fashion-MNIST idx .gz files (default %s)\n"
       "  --csv FILE             write one row per evaluation\n"
       "  --summary-csv FILE     append one summary row\n"
@@ -107,6 +109,11 @@ void check_algorithm_name(const std::string &name) {
     names += std::string(names.empty() ? "" : ", ") + a.name;
   }
   throw UsageError("unknown algorithm '" + name + "'; available: " + names);
+}
+
+bool parse_eval_model(const std::string &name) {
+  if (name == "average" || name == "local") return name == "average";
+  throw UsageError("--eval-model '" + name + "' is not one of: average, local");
 }
 
 bool parse_schedule(const std::string &name) {
@@ -174,6 +181,8 @@ bool parse_options(int argc, char **argv, Options *o) {
       c.max_steps = parse_int(flag, v, 0, 1 << 30);
     else if (flag == "--test-limit")
       c.test_limit = parse_int(flag, v, 0, 1 << 30);
+    else if (flag == "--eval-model")
+      c.evaluate_average = parse_eval_model(v);
     else if (flag == "--data")
       o->data = v;
     else if (flag == "--csv")

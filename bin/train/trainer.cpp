@@ -233,7 +233,7 @@ class Run {
   void evaluate(int epoch, double progress) {
     algorithm_->pause();
     train_s_ += seconds_between(segment_start_, Clock::now());
-    const int correct = count_correct_on_shard(model_, test_, config_.test_limit, rank_, size_);
+    const int correct = count_correct();
     const int tested =
         config_.test_limit > 0 ? std::min(config_.test_limit, test_.rows) : test_.rows;
 
@@ -253,6 +253,20 @@ class Run {
     tally_.loss_steps = 0;
     if (progress_) progress_(p);
     segment_start_ = Clock::now();
+  }
+
+  // Correct answers on this rank's test shard, with the ranks' average weights when replicas
+  // differ and config_.evaluate_average is set (this rank's own weights are restored after).
+  int count_correct() {
+    const bool average = config_.evaluate_average && !algorithm_->keeps_replicas_identical();
+    if (!average) return count_correct_on_shard(model_, test_, config_.test_limit, rank_, size_);
+    std::span<float> w = model_.params();
+    const std::vector<float> own(w.begin(), w.end());
+    MPI_Allreduce(MPI_IN_PLACE, w.data(), int(w.size()), MPI_FLOAT, MPI_SUM, comm_);
+    for (float &x : w) x /= float(size_);
+    const int correct = count_correct_on_shard(model_, test_, config_.test_limit, rank_, size_);
+    std::copy(own.begin(), own.end(), w.begin());
+    return correct;
   }
 
   // Mean of the losses in [first, last) over all ranks.

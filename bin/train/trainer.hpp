@@ -28,6 +28,9 @@ struct TrainConfig {
   int max_steps = 0;              // stop after this many steps (0: run all epochs)
   int evals_per_epoch = 1;
   int test_limit = 0;  // evaluate on the first N test images (0: all)
+  // Algorithms whose replicas differ (decentralized, async, partial): evaluate the average of
+  // the ranks' weights (true), or each rank's own weights, reporting their mean accuracy.
+  bool evaluate_average = true;
   AlgorithmSettings settings;
 };
 
@@ -59,8 +62,9 @@ struct TrainResult {
 using ProgressFn = std::function<void(const EvalPoint &)>;
 
 // Trains on `comm` (collective): rank r uses the r-th of n interleaved shards of a per-epoch
-// shuffle of `train_set`; the test set is sharded over the ranks, each rank evaluating its own
-// weights, and the correct counts summed. Throws AlgorithmError when a bagua call fails.
+// shuffle of `train_set`; the test set is sharded over the ranks, each rank evaluating its
+// weights (or their average over the ranks, see evaluate_average) on its shard, and the correct
+// counts summed. Throws AlgorithmError when a bagua call fails.
 TrainResult run_training(const TrainConfig &config, const Dataset &train_set,
                          const Dataset &test_set, MPI_Comm comm, const ProgressFn &progress);
 

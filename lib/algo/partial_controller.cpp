@@ -59,7 +59,9 @@ PartialController::~PartialController() {
 }
 
 void PartialController::finish(const Deadline &deadline) {
-  while (!done_ && !deadline.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  quiescent_ = false;  // an earlier moment when every rank had left does not count
+  while (!quiescent_ && !done_ && !deadline.expired())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   stop_ = true;
   if (thread_.joinable()) thread_.join();
 }
@@ -75,6 +77,7 @@ void PartialController::run() {
 
 // The event loop: take arrivals and leaves from the inbox, close every group
 // whose condition holds, and drive the assignment sends; sleep when idle.
+// Runs until stopped: ranks that left may come back.
 Status PartialController::serve() {
   for (int r = 0; r < t_.size(); ++r) BAGUA_TRY(post_inbox(r));
   while (!stop_) {
@@ -86,7 +89,7 @@ Status PartialController::serve() {
       progressed = true;
     }
     BAGUA_TRY(poll_outbox(&progressed));
-    if (planner_.all_left() && outbox_.empty()) return BAGUA_SUCCESS;
+    quiescent_ = planner_.all_left() && outbox_.empty();
     if (!progressed) std::this_thread::sleep_for(kIdlePoll);
   }
   return BAGUA_SUCCESS;
@@ -108,14 +111,13 @@ Status PartialController::poll_inbox(bool *progressed) {
     *progressed = true;
     const auto &[kind, group_size, iteration] = inbox_words_[static_cast<size_t>(r)];
     const auto now = GroupPlanner::Clock::now();
-    if (kind == partial_wire::kLeave) {
-      planner_.leave(r, now);  // no more messages from r: its receive is not re-posted
-      continue;
-    }
-    if (kind != partial_wire::kReady)
+    if (kind == partial_wire::kLeave)
+      planner_.leave(r, now);
+    else if (kind == partial_wire::kReady)
+      planner_.arrive(r, static_cast<int>(group_size), iteration, now);
+    else
       return fail(BAGUA_ERR_CORRUPT_DATA, "partial controller: bad message from rank %d", r);
-    planner_.arrive(r, static_cast<int>(group_size), iteration, now);
-    BAGUA_TRY(post_inbox(r));
+    BAGUA_TRY(post_inbox(r));  // a rank that left may come back
   }
   return BAGUA_SUCCESS;
 }

@@ -42,7 +42,8 @@ class PartialController {
   PartialController(const PartialController &) = delete;
   PartialController &operator=(const PartialController &) = delete;
 
-  // Returns once every rank has left, or at the deadline; the thread is gone.
+  // Returns once every rank has left (and every assignment was sent), or at
+  // the deadline; the thread is gone.
   void finish(const Deadline &deadline);
 
  private:
@@ -64,7 +65,8 @@ class PartialController {
   std::vector<Request> inbox_;
   std::list<Outgoing> outbox_;
   std::atomic<bool> stop_{false};
-  std::atomic<bool> done_{false};
+  std::atomic<bool> quiescent_{false};  // every rank has left, nothing to send
+  std::atomic<bool> done_{false};       // the event loop ended
   std::thread thread_;
 };
 

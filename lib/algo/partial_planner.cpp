@@ -24,6 +24,10 @@ GroupPlanner::GroupPlanner(int ranks, const PartialPolicy &policy)
       components_(ranks) {}
 
 void GroupPlanner::arrive(int rank, int group_size, int64_t iteration, Clock::time_point now) {
+  if (!active_[rank]) {  // it had left: it takes part again
+    active_[rank] = true;
+    ++active_count_;
+  }
   if (waiting_.empty()) head_since_ = now;
   waiting_.push_back({rank, group_size, iteration});
 }

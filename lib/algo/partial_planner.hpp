@@ -43,9 +43,10 @@ class GroupPlanner {
 
   GroupPlanner(int ranks, const PartialPolicy &policy);
 
-  // Rank `rank` is ready at `iteration` and asks for groups of `group_size`.
+  // Rank `rank` is ready at `iteration` and asks for groups of `group_size`
+  // (a rank that had left takes part again).
   void arrive(int rank, int group_size, int64_t iteration, Clock::time_point now);
-  // Rank `rank` makes no more calls: it is never waited for again.
+  // Rank `rank` makes no more calls until it arrives again: it is not waited for.
   void leave(int rank, Clock::time_point now);
   // Closes the next group if its condition holds now.
   bool try_close(Clock::time_point now, PlannedGroup *out);

@@ -69,12 +69,9 @@ int resolve_group_size(int group_size, const Communicator &c) {
   return configured > 0 ? configured : (c.size() + 1) / 2;
 }
 
-Status get_state(Communicator *c, const char *fn, PartialState **out) {
+Status get_state(Communicator *c, PartialState **out) {
   BAGUA_TRY(c->check_usable());
-  BAGUA_TRY(PartialState::get(*c, out));
-  if ((*out)->has_left())
-    return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: this rank already called bagua_partial_leave", fn);
-  return BAGUA_SUCCESS;
+  return PartialState::get(*c, out);
 }
 
 Status average_in_group(Communicator &c, PartialState &state, const ReductionCall &call,
@@ -105,7 +102,7 @@ Status partial_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
   BAGUA_TRY(check_group_size(group_size, c->size()));
   BAGUA_TRY(check_compression(fn, call, c->options().partial));
   PartialState *state = nullptr;
-  BAGUA_TRY(get_state(c, fn, &state));
+  BAGUA_TRY(get_state(c, &state));
   PlannedGroup group;
   BAGUA_TRY(c->finish_call(state->ready(resolve_group_size(group_size, *c), &group)));
   const PartialWeights kind = c->options().partial.weights;
@@ -122,7 +119,11 @@ Status partial_leave(MPI_Comm comm) {
   Communicator *c = nullptr;
   BAGUA_TRY(Communicator::get(comm, &c));
   PartialState *state = nullptr;
-  BAGUA_TRY(get_state(c, "bagua_partial_leave", &state));
+  BAGUA_TRY(get_state(c, &state));
+  if (state->has_left())
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "bagua_partial_leave: this rank already left (no bagua_partial_reduce since its "
+                "last bagua_partial_leave)");
   return c->finish_call(state->leave());
 }
 

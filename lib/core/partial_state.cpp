@@ -96,6 +96,7 @@ Status PartialState::send_to_controller(partial_wire::Kind kind, int group_size,
 
 Status PartialState::ready(int group_size, PlannedGroup *out) {
   const Deadline deadline = Deadline::after_ms(timeout_ms_);
+  left_ = false;  // the controller counts this rank again once it reads the message
   Request recv;
   BAGUA_TRY(control_->irecv(assignment_words_.data(), assignment_words_.size() * sizeof(int64_t),
                             controller_rank_, partial_wire::to_member(), &recv));

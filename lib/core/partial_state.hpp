@@ -27,10 +27,10 @@ class PartialState final : public CommExtension {
   PartialState &operator=(const PartialState &) = delete;
 
   bool has_left() const { return left_; }
-  // Tells the controller this rank is ready with groups of `group_size` and
-  // waits for the group it was put in.
+  // Tells the controller this rank is ready with groups of `group_size` (a
+  // rank that had left takes part again) and waits for the group it was put in.
   Status ready(int group_size, PlannedGroup *out);
-  // Tells the controller this rank makes no more calls.
+  // Tells the controller this rank makes no calls until its next ready().
   Status leave();
   std::vector<unsigned char> &scratch() { return scratch_; }
 

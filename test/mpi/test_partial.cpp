@@ -118,7 +118,6 @@ std::map<long long, Record> check_consistent(const std::vector<Record> &all) {
 
 void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
-
 }  // namespace
 
 TEST_CASE("members receive exactly their group's average and agree on the info", "[partial]") {
@@ -240,10 +239,30 @@ TEST_CASE("ranks leaving early never block the others", "[partial]") {
     CHECK(info.size == n - std::max(0, call - 1));
   }
   REQUIRE(bagua_partial_leave(comm.get()) == BAGUA_SUCCESS);
-  float x = 1;
-  test::expect_error(bagua_partial_reduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, 0, comm.get(), nullptr),
-               BAGUA_ERR_INVALID_ARGUMENT, "already called bagua_partial_leave");
-  test::expect_error(bagua_partial_leave(comm.get()), BAGUA_ERR_INVALID_ARGUMENT, "already called");
+  test::expect_error(bagua_partial_leave(comm.get()), BAGUA_ERR_INVALID_ARGUMENT, "already left");
+}
+
+TEST_CASE("a rank that left takes part again with its next call", "[partial]") {
+  const int n = test::world_size(), rank = test::world_rank();
+  // P = n and no deadline within the test: a group closes only when every
+  // rank taking part is ready, so a group of n shows that every rank is back.
+  test::ScopedComm comm(
+      {{"BAGUA_PARTIAL_DEADLINE_MS", "100000"}, {"BAGUA_PARTIAL_DEADLINE_MAX_MS", "100000"}});
+  int call = 0;
+  // Three rounds of: leave, a collective of the trainer's kind (every rank has
+  // left, so no group may wait for a rank inside it), then calls until a group
+  // of all n ranks forms. Ranks come back one by one: until the controller has
+  // heard from all of them, the ones back first may average in smaller groups.
+  for (int round = 0; round < 3; ++round) {
+    REQUIRE(bagua_partial_leave(comm.get()) == BAGUA_SUCCESS);
+    int sum = 0;
+    MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, comm.get());
+    CHECK(sum == n * (n - 1) / 2);
+    bagua_group_info info{};
+    for (int tries = 0; tries <= n && info.size != n; ++tries, ++call)
+      CHECK(call_and_check(comm.get(), Type::f32, 33, n, call, &info) == 0);
+    REQUIRE(info.size == n);
+  }
 }
 
 TEST_CASE("P = N gives exactly allreduce's average", "[partial]") {
@@ -345,14 +364,14 @@ TEST_CASE("q8 group average refuses double and staleness weights clearly", "[par
   {
     test::ScopedComm comm({{"BAGUA_PARTIAL_COMPRESSION", "q8"}});
     test::expect_error(bagua_partial_reduce(MPI_IN_PLACE, d, 3, MPI_DOUBLE, 0, comm.get(), nullptr),
-                 BAGUA_ERR_UNSUPPORTED_DATATYPE, "BAGUA_PARTIAL_COMPRESSION=q8");
+                       BAGUA_ERR_UNSUPPORTED_DATATYPE, "BAGUA_PARTIAL_COMPRESSION=q8");
     CHECK(std::string(bagua_last_error()).find("MPI_FLOAT") != std::string::npos);
   }
   test::ScopedComm comm(
       {{"BAGUA_PARTIAL_COMPRESSION", "q8"}, {"BAGUA_PARTIAL_WEIGHTS", "staleness"}});
   float x = 1;
   test::expect_error(bagua_partial_reduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, 0, comm.get(), nullptr),
-               BAGUA_ERR_INVALID_ARGUMENT, "BAGUA_PARTIAL_WEIGHTS=uniform");
+                     BAGUA_ERR_INVALID_ARGUMENT, "BAGUA_PARTIAL_WEIGHTS=uniform");
 }
 
 TEST_CASE("partial reduce rejects bad arguments with clear errors", "[partial]") {
@@ -360,20 +379,21 @@ TEST_CASE("partial reduce rejects bad arguments with clear errors", "[partial]")
   float a[4] = {}, b[4] = {};
   bagua_group_info info;
   test::expect_error(bagua_partial_reduce(a, b, 4, MPI_FLOAT, -1, MPI_COMM_WORLD, &info),
-               BAGUA_ERR_INVALID_ARGUMENT, "group_size -1");
+                     BAGUA_ERR_INVALID_ARGUMENT, "group_size -1");
   test::expect_error(bagua_partial_reduce(a, b, 4, MPI_FLOAT, n + 1, MPI_COMM_WORLD, &info),
-               BAGUA_ERR_INVALID_ARGUMENT, "group_size");
+                     BAGUA_ERR_INVALID_ARGUMENT, "group_size");
   test::expect_error(bagua_partial_reduce(nullptr, b, 4, MPI_FLOAT, 1, MPI_COMM_WORLD, &info),
-               BAGUA_ERR_INVALID_ARGUMENT, "sendbuf is NULL");
+                     BAGUA_ERR_INVALID_ARGUMENT, "sendbuf is NULL");
   test::expect_error(bagua_partial_reduce(a, nullptr, 4, MPI_FLOAT, 1, MPI_COMM_WORLD, &info),
-               BAGUA_ERR_INVALID_ARGUMENT, "recvbuf is NULL");
+                     BAGUA_ERR_INVALID_ARGUMENT, "recvbuf is NULL");
   test::expect_error(bagua_partial_reduce(a, b, -1, MPI_FLOAT, 1, MPI_COMM_WORLD, &info),
-               BAGUA_ERR_INVALID_ARGUMENT, "negative");
+                     BAGUA_ERR_INVALID_ARGUMENT, "negative");
   test::expect_error(bagua_partial_reduce(a, b, 4, MPI_INT, 1, MPI_COMM_WORLD, &info),
-               BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
+                     BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
   test::expect_error(bagua_partial_reduce(a, b, 4, MPI_FLOAT, 1, MPI_COMM_NULL, &info),
-               BAGUA_ERR_INVALID_ARGUMENT, "MPI_COMM_NULL");
-  test::expect_error(bagua_partial_leave(MPI_COMM_NULL), BAGUA_ERR_INVALID_ARGUMENT, "MPI_COMM_NULL");
+                     BAGUA_ERR_INVALID_ARGUMENT, "MPI_COMM_NULL");
+  test::expect_error(bagua_partial_leave(MPI_COMM_NULL), BAGUA_ERR_INVALID_ARGUMENT,
+                     "MPI_COMM_NULL");
 }
 
 TEST_CASE("out-of-range partial options are clear errors", "[partial]") {
@@ -394,7 +414,7 @@ TEST_CASE("out-of-range partial options are clear errors", "[partial]") {
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     float x = 1;
     test::expect_error(bagua_partial_reduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, 0, comm, nullptr),
-                 BAGUA_ERR_INVALID_ARGUMENT, name);
+                       BAGUA_ERR_INVALID_ARGUMENT, name);
     unsetenv(name);
     MPI_Comm_free(&comm);
   }

@@ -75,6 +75,21 @@ TEST_CASE("the same seed gives the same weights; another seed different ones") {
   REQUIRE(run(c).weights_checksum != first);
 }
 
+TEST_CASE("evaluating the ranks' average weights leaves each rank's own weights unchanged") {
+  // lowprec-ring keeps replicas that differ; evaluating every 9 steps averages them each time.
+  train::TrainConfig c = short_run("lowprec-ring");
+  c.max_steps = 60;
+  c.evals_per_epoch = 100;
+  c.evaluate_average = true;
+  const train::TrainResult averaged = run(c);
+  REQUIRE_FALSE(averaged.replicas_identical);
+  c.evaluate_average = false;
+  const train::TrainResult local = run(c);
+  REQUIRE(averaged.weights_checksum == local.weights_checksum);
+  REQUIRE(averaged.points.size() == local.points.size());
+  REQUIRE(averaged.points.size() > 5);
+}
+
 TEST_CASE("unknown algorithms are refused with the list of available ones") {
   const train::TrainConfig c = short_run("no-such-algorithm");
   REQUIRE_THROWS_WITH(run(c), Catch::Contains("no-such-algorithm") &&
