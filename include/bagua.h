@@ -570,6 +570,17 @@ BAGUA_API int bagua_async_average_abort(bagua_async_t handle);
 BAGUA_API int bagua_async_average_resume(bagua_async_t handle);
 
 /**
+ * The number of rounds whose average this rank's thread has applied to buf
+ * since bagua_async_average_create (every rank applies the same rounds, so
+ * the count agrees once the averager is stopped). Each round sends one
+ * allreduce of count + 1 elements (the extra one agrees on stopping). Local;
+ * thread-safe.
+ * @param rounds output.
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL handle or rounds).
+ */
+BAGUA_API int bagua_async_average_rounds(bagua_async_t handle, long long *rounds);
+
+/**
  * Stops the averager as bagua_async_average_abort does (collective), frees
  * its thread, transport and communicator, and sets *handle to NULL. NULL or
  * a pointer to NULL is a no-op. Call it before MPI_Finalize.

@@ -304,21 +304,16 @@ class LowPrecisionRing : public Algorithm {
 class AsyncAverage : public Algorithm {
  public:
   AsyncAverage(MPI_Comm comm, std::span<const float> weights, int interval_ms)
-      : comm_(comm),
-        interval_ms_(interval_ms),
-        shared_(weights.begin(), weights.end()),
-        snapshot_(weights.size()) {
+      : comm_(comm), shared_(weights.begin(), weights.end()), snapshot_(weights.size()) {
     check(bagua_async_average_create(shared_.data(), int(shared_.size()), MPI_FLOAT, interval_ms,
                                      comm, &handle_),
           "bagua_async_average_create");
-    started_ = MPI_Wtime();
   }
   ~AsyncAverage() override { bagua_async_average_destroy(&handle_); }
 
   void before_forward(std::span<float> weights) override {
     if (paused_) {
       check(bagua_async_average_resume(handle_), "bagua_async_average_resume");
-      started_ = MPI_Wtime();
       paused_ = false;
     }
     check(bagua_async_average_lock(handle_), "bagua_async_average_lock");
@@ -335,25 +330,21 @@ class AsyncAverage : public Algorithm {
   void pause() override {
     if (paused_) return;
     check(bagua_async_average_abort(handle_), "bagua_async_average_abort");
-    running_s_ += MPI_Wtime() - started_;
     paused_ = true;
   }
-  // Rounds are not reported by bagua: an upper bound of one allreduce per interval of running
-  // time (each round starts with a pause of interval_ms).
+  // Each round bagua applied is one exact allreduce of the weights and a stop flag.
   uint64_t bytes_sent() const override {
-    const double running = running_s_ + (paused_ ? 0.0 : MPI_Wtime() - started_);
-    const uint64_t rounds = uint64_t(running * 1000.0 / std::max(interval_ms_, 1));
-    return rounds * exact_allreduce_bytes(shared_.size(), comm_);
+    long long rounds = 0;
+    check(bagua_async_average_rounds(handle_, &rounds), "bagua_async_average_rounds");
+    return uint64_t(rounds) * exact_allreduce_bytes(shared_.size() + 1, comm_);
   }
   bool keeps_replicas_identical() const override { return false; }
 
  private:
   MPI_Comm comm_;
-  int interval_ms_;
   std::vector<float> shared_, snapshot_;
   bagua_async_t handle_ = nullptr;
   bool paused_ = false;
-  double started_ = 0, running_s_ = 0;
 };
 
 // Partial reduce: the first P ready ranks average their weights, overlapped with this rank's

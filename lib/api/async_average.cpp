@@ -71,6 +71,15 @@ extern "C" int bagua_async_average_resume(bagua_async_t handle) {
                             [](bagua::AsyncAverager &a) { return a.resume(); });
 }
 
+extern "C" int bagua_async_average_rounds(bagua_async_t handle, long long *rounds) {
+  constexpr const char *fn = "bagua_async_average_rounds";
+  return bagua::with_handle(fn, handle, [&](bagua::AsyncAverager &a) {
+    if (rounds == nullptr) return bagua::fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: rounds is NULL", fn);
+    *rounds = a.rounds();
+    return BAGUA_SUCCESS;
+  });
+}
+
 extern "C" int bagua_async_average_destroy(bagua_async_t *handle) {
   return bagua::guard("bagua_async_average_destroy", [&] {
     if (handle == nullptr || *handle == nullptr) return BAGUA_SUCCESS;

@@ -1,11 +1,43 @@
 #include "async_average.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
 #include "../algo/decentralized.hpp"
 
 namespace bagua {
+namespace {
+
+// One element of type t holding 1 (true) or 0 (false, all bytes zero).
+void set_flag(unsigned char *element, DType t, bool on) {
+  std::memset(element, 0, dtype_size(t));
+  if (!on) return;
+  switch (t) {
+    case DType::f32: {
+      const float one = 1.0f;
+      std::memcpy(element, &one, sizeof one);
+      return;
+    }
+    case DType::f64: {
+      const double one = 1.0;
+      std::memcpy(element, &one, sizeof one);
+      return;
+    }
+    case DType::f16: {
+      const uint16_t one = 0x3C00;
+      std::memcpy(element, &one, sizeof one);
+      return;
+    }
+    case DType::bf16: {
+      const uint16_t one = 0x3F80;
+      std::memcpy(element, &one, sizeof one);
+      return;
+    }
+  }
+}
+
+}  // namespace
 
 Status AsyncAverager::create(void *buf, size_t count, DType t, int interval_ms, MPI_Comm user_comm,
                              std::unique_ptr<AsyncAverager> *out) {
@@ -27,8 +59,8 @@ AsyncAverager::AsyncAverager(void *buf, size_t count, DType t, int interval_ms,
       dtype_(t),
       interval_ms_(interval_ms),
       comm_(std::move(comm)),
-      temp_(count * dtype_size(t)),
-      reduced_(count * dtype_size(t)) {}
+      temp_((count + 1) * dtype_size(t)),
+      reduced_((count + 1) * dtype_size(t)) {}
 
 // comm_ is freed after the thread stopped, with the other members.
 AsyncAverager::~AsyncAverager() { abort(); }
@@ -39,8 +71,8 @@ void AsyncAverager::start() {
   thread_ = std::thread(&AsyncAverager::run, this);
 }
 
-// Each round: wait the interval (cut short by a stop request), agree on
-// stopping, and otherwise average once.
+// Each round: wait the interval (cut short by a stop request), then one
+// allreduce that both averages and agrees on stopping.
 void AsyncAverager::run() {
   for (;;) {
     {
@@ -49,8 +81,7 @@ void AsyncAverager::run() {
                      [&] { return stop_requested_; });
     }
     bool stop = false;
-    Status s = agree_on_stop(&stop);
-    if (s == BAGUA_SUCCESS && !stop) s = average_once();
+    const Status s = average_once(&stop);
     if (s != BAGUA_SUCCESS) {
       failure_ = s;
       failure_message_ = last_error_message();
@@ -85,15 +116,27 @@ Status AsyncAverager::agree_on_stop(bool *stop) {
   return BAGUA_SUCCESS;
 }
 
-// temp = w; reduced = average of temp over all ranks; w += reduced - temp.
-Status AsyncAverager::average_once() {
+// temp = (w, this rank's stop request as 0 or 1); reduced = average of temp
+// over all ranks. The request's average is nonzero (not all zero bytes) iff
+// some rank asked to stop: then every rank stops in this round and discards
+// its average; otherwise w += reduced - temp.
+Status AsyncAverager::average_once(bool *stop) {
+  const size_t bytes = count_ * dtype_size(dtype_);
   {
     std::lock_guard guard(weights_);
-    std::memcpy(temp_.data(), buf_, temp_.size());
+    std::memcpy(temp_.data(), buf_, bytes);
   }
-  BAGUA_TRY(allreduce(temp_.data(), reduced_.data(), count_, dtype_, ReduceOp::avg));
+  {
+    std::lock_guard guard(control_);
+    set_flag(temp_.data() + bytes, dtype_, stop_requested_);
+  }
+  BAGUA_TRY(allreduce(temp_.data(), reduced_.data(), count_ + 1, dtype_, ReduceOp::avg));
+  const auto flag = reduced_.begin() + static_cast<std::ptrdiff_t>(bytes);
+  *stop = std::any_of(flag, reduced_.end(), [](unsigned char b) { return b != 0; });
+  if (*stop) return BAGUA_SUCCESS;
   std::lock_guard guard(weights_);
   apply_average_delta(buf_, reduced_.data(), temp_.data(), count_, dtype_);
+  rounds_.fetch_add(1, std::memory_order_relaxed);
   return BAGUA_SUCCESS;
 }
 

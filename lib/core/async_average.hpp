@@ -36,6 +36,8 @@ class AsyncAverager {
   Status abort();
   // Collective: a barrier among the ranks, then the thread starts again.
   Status resume();
+  // Rounds whose average this rank applied so far.
+  long long rounds() const { return rounds_.load(std::memory_order_relaxed); }
 
  private:
   AsyncAverager(void *buf, size_t count, DType t, int interval_ms,
@@ -45,7 +47,7 @@ class AsyncAverager {
   void run();
   Status allreduce(const void *src, void *dst, size_t count, DType t, ReduceOp op);
   Status agree_on_stop(bool *stop);
-  Status average_once();
+  Status average_once(bool *stop);
   Status failure() const;
 
   void *const buf_;
@@ -62,6 +64,7 @@ class AsyncAverager {
   bool stop_requested_ = false;
   std::thread thread_;
   std::atomic<bool> exited_{true};
+  std::atomic<long long> rounds_{0};
   // Written by the thread before it exits, read after join.
   Status failure_ = BAGUA_SUCCESS;
   std::string failure_message_;

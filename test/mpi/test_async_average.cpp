@@ -72,6 +72,13 @@ TEST_CASE("async averaging converges to the mean of everything the ranks wrote",
                             << bagua_last_error() << ")");
     CHECK(worst <= tolerance);
     CHECK(bagua_async_average_abort(handle) == BAGUA_SUCCESS);
+    // Converging took applied rounds, the same ones on every rank.
+    long long rounds = -1, fewest = 0, most = 0;
+    CHECK(bagua_async_average_rounds(handle, &rounds) == BAGUA_SUCCESS);
+    MPI_Allreduce(&rounds, &fewest, 1, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&rounds, &most, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    CHECK(fewest >= 1);
+    CHECK(fewest == most);
     CHECK(bagua_async_average_destroy(&handle) == BAGUA_SUCCESS);
     CHECK(handle == nullptr);
   }
@@ -121,10 +128,14 @@ TEST_CASE("one rank aborting stops every rank's thread", "[async]") {
   bagua_async_average_lock(handle);
   const std::vector<double> frozen = w;
   bagua_async_average_unlock(handle);
+  long long rounds_then = -1, rounds_now = -2;
+  REQUIRE(bagua_async_average_rounds(handle, &rounds_then) == BAGUA_SUCCESS);
   sleep_ms(30);
   bagua_async_average_lock(handle);
   CHECK(w == frozen);
   bagua_async_average_unlock(handle);
+  REQUIRE(bagua_async_average_rounds(handle, &rounds_now) == BAGUA_SUCCESS);
+  CHECK(rounds_now == rounds_then);
   REQUIRE(bagua_async_average_abort(handle) == BAGUA_SUCCESS);
   REQUIRE(bagua_async_average_destroy(&handle) == BAGUA_SUCCESS);
 }
@@ -155,6 +166,12 @@ TEST_CASE("async averaging rejects bad arguments clearly", "[async][errors]") {
   expect(bagua_async_average_unlock(nullptr), BAGUA_ERR_INVALID_ARGUMENT, "handle is NULL");
   expect(bagua_async_average_abort(nullptr), BAGUA_ERR_INVALID_ARGUMENT, "handle is NULL");
   expect(bagua_async_average_resume(nullptr), BAGUA_ERR_INVALID_ARGUMENT, "handle is NULL");
+  long long rounds = 0;
+  expect(bagua_async_average_rounds(nullptr, &rounds), BAGUA_ERR_INVALID_ARGUMENT,
+         "handle is NULL");
+  REQUIRE(bagua_async_average_create(a, 8, MPI_FLOAT, 5, w, &handle) == BAGUA_SUCCESS);
+  expect(bagua_async_average_rounds(handle, nullptr), BAGUA_ERR_INVALID_ARGUMENT, "rounds is NULL");
+  CHECK(bagua_async_average_destroy(&handle) == BAGUA_SUCCESS);
   CHECK(bagua_async_average_destroy(nullptr) == BAGUA_SUCCESS);
   CHECK(bagua_async_average_destroy(&handle) == BAGUA_SUCCESS);
 }
