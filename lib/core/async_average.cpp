@@ -9,31 +9,20 @@
 namespace bagua {
 namespace {
 
+template <class T>
+void store(unsigned char *element, T value) {
+  std::memcpy(element, &value, sizeof value);
+}
+
 // One element of type t holding 1 (true) or 0 (false, all bytes zero).
 void set_flag(unsigned char *element, DType t, bool on) {
   std::memset(element, 0, dtype_size(t));
   if (!on) return;
   switch (t) {
-    case DType::f32: {
-      const float one = 1.0f;
-      std::memcpy(element, &one, sizeof one);
-      return;
-    }
-    case DType::f64: {
-      const double one = 1.0;
-      std::memcpy(element, &one, sizeof one);
-      return;
-    }
-    case DType::f16: {
-      const uint16_t one = 0x3C00;
-      std::memcpy(element, &one, sizeof one);
-      return;
-    }
-    case DType::bf16: {
-      const uint16_t one = 0x3F80;
-      std::memcpy(element, &one, sizeof one);
-      return;
-    }
+    case DType::f32: return store(element, 1.0f);
+    case DType::f64: return store(element, 1.0);
+    case DType::f16: return store<uint16_t>(element, 0x3C00);   // 1.0 in binary16
+    case DType::bf16: return store<uint16_t>(element, 0x3F80);  // 1.0 in bfloat16
   }
 }
 
