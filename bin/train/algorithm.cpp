@@ -471,6 +471,11 @@ std::vector<AlgorithmInfo> algorithm_list() {
   return out;
 }
 
+float training_momentum(const std::string &name, float momentum,
+                        const AlgorithmSettings &settings) {
+  return name == "async" ? settings.async_momentum : momentum;
+}
+
 std::unique_ptr<Algorithm> make_algorithm(const std::string &name, MPI_Comm comm,
                                           std::span<const float> initial_weights,
                                           std::span<const GradientTensor> gradients,

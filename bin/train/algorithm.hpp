@@ -25,6 +25,9 @@ struct AlgorithmSettings {
   int partial_group = 0;       // partial reduce group size P; 0 = bagua's default (half the ranks)
   int interval = 1;            // decentralized / low-precision: communicate every k steps
   int async_interval_ms = 20;  // async model averaging: pause between rounds
+  // async: SGD momentum in place of the configured one. Stale averaging acts as extra, implicit
+  // momentum ("asynchrony begets momentum", Mitliagkas et al. 2016), so async needs less.
+  float async_momentum = 0.8f;
   // allreduce, q8, fp16: through bagua's bucketed communicator (per-tensor ready marks during
   // backward) with buckets of at most bucket_kb KiB; false: one flat plain call after backward.
   bool buckets = true;
@@ -87,5 +90,8 @@ std::unique_ptr<Algorithm> make_algorithm(const std::string &name, MPI_Comm comm
                                           std::span<const float> initial_weights,
                                           std::span<const GradientTensor> gradients,
                                           const AlgorithmSettings &settings);
+
+// The SGD momentum algorithm `name` trains with, given the configured `momentum`.
+float training_momentum(const std::string &name, float momentum, const AlgorithmSettings &settings);
 
 }  // namespace train

@@ -59,6 +59,7 @@ void print_usage(FILE *out) {
       "(default %d)\n"
       "  --partial-group P      partial: group size, 0 = half the ranks (default %d)\n"
       "  --async-interval-ms T  async: pause between averaging rounds (default %d)\n"
+      "  --async-momentum X     async: SGD momentum in place of --momentum (default %g)\n"
       "  --bucket-kb K          allreduce, q8, fp16: bucket cap of the bucketed communicator,\n"
       "                         in KiB (default %d: 4 buckets for the default model)\n"
       "  --no-buckets           allreduce, q8, fp16: one flat plain call after backward\n"
@@ -76,8 +77,8 @@ void print_usage(FILE *out) {
       "  --list-algorithms      print the algorithm names, one per line, and exit\n",
       d.epochs, d.batch, double(d.lr), double(d.momentum), d.hidden,
       static_cast<unsigned long long>(d.seed), d.target_accuracy, d.straggler_prob,
-      d.straggler_delay, s.interval, s.partial_group, s.async_interval_ms, s.bucket_kb,
-      d.evals_per_epoch, kDefaultData);
+      d.straggler_delay, s.interval, s.partial_group, s.async_interval_ms, double(s.async_momentum),
+      s.bucket_kb, d.evals_per_epoch, kDefaultData);
 }
 
 std::string format_number(double v) {
@@ -173,6 +174,8 @@ bool parse_options(int argc, char **argv, Options *o) {
       c.settings.partial_group = parse_int(flag, v, 0, 1 << 20);
     else if (flag == "--bucket-kb")
       c.settings.bucket_kb = parse_int(flag, v, 1, 1 << 20);
+    else if (flag == "--async-momentum")
+      c.settings.async_momentum = float(parse_number(flag, v, 0, 0.999));
     else if (flag == "--async-interval-ms")
       c.settings.async_interval_ms = parse_int(flag, v, 0, 1 << 20);
     else if (flag == "--evals-per-epoch")
@@ -292,7 +295,7 @@ int run(int argc, char **argv, int rank, int size) {
     std::printf(
         "[%s] %d ranks, MLP %d-%d-%d-10, batch %d per rank, lr %g, momentum %g, %d epochs\n",
         c.algorithm.c_str(), size, train_set.cols, c.hidden, c.hidden, c.batch, double(c.lr),
-        double(c.momentum), c.epochs);
+        double(train::training_momentum(c.algorithm, c.momentum, c.settings)), c.epochs);
 
   const train::ProgressFn progress = [&](const train::EvalPoint &p) {
     if (rank == 0 && !o.quiet) print_progress(c, p);

@@ -136,7 +136,8 @@ class Run {
         comm_(comm),
         progress_(progress),
         model_({train_set.cols, config.hidden, 10}, config.seed),
-        sgd_(model_.param_count(), config.momentum) {
+        sgd_(model_.param_count(),
+             training_momentum(config.algorithm, config.momentum, config.settings)) {
     MPI_Comm_rank(comm, &rank_);
     MPI_Comm_size(comm, &size_);
     straggler_.emplace(config.straggler_prob, config.straggler_delay, config.seed, rank_);
