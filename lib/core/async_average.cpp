@@ -92,17 +92,11 @@ Status AsyncAverager::allreduce(const void *src, void *dst, size_t count, DType 
                                      : allreduce_recursive_doubling(ctx, args);
 }
 
-// A one-element allreduce (max) of the ranks' stop requests: every rank
-// learns the same answer in the same round.
-Status AsyncAverager::agree_on_stop(bool *stop) {
-  float flag = 0;
-  {
-    std::lock_guard guard(control_);
-    flag = stop_requested_ ? 1.0f : 0.0f;
-  }
-  BAGUA_TRY(allreduce(&flag, &flag, 1, DType::f32, ReduceOp::max));
-  *stop = flag != 0;
-  return BAGUA_SUCCESS;
+// A one-element allreduce among the ranks' callers: no rank returns before
+// every rank has called it.
+Status AsyncAverager::barrier() {
+  float token = 0;
+  return allreduce(&token, &token, 1, DType::f32, ReduceOp::max);
 }
 
 // temp = (w, this rank's stop request as 0 or 1); reduced = average of temp
@@ -154,8 +148,7 @@ Status AsyncAverager::resume() {
     return fail(BAGUA_ERR_COMM_BROKEN, "asynchronous averaging failed earlier (%s): %s",
                 bagua_error_string(failure_), failure_message_.c_str());
   // Barrier: no rank's thread runs a round before every rank has resumed.
-  bool ignored = false;
-  const Status s = agree_on_stop(&ignored);
+  const Status s = barrier();
   if (s != BAGUA_SUCCESS) {
     failure_ = s;
     failure_message_ = last_error_message();

@@ -46,7 +46,7 @@ class AsyncAverager {
   void start();
   void run();
   Status allreduce(const void *src, void *dst, size_t count, DType t, ReduceOp op);
-  Status agree_on_stop(bool *stop);
+  Status barrier();
   Status average_once(bool *stop);
   Status failure() const;
 
