@@ -28,9 +28,9 @@ namespace {
 enum class Method { q8, fp16, bf16, sign };
 
 Channel channel_of(Method m) {
-  return m == Method::q8     ? Channel::allreduce_q8
+  return m == Method::q8                            ? Channel::allreduce_q8
          : (m == Method::fp16 || m == Method::bf16) ? Channel::allreduce_cast
-                             : Channel::allreduce_sign;
+                                                    : Channel::allreduce_sign;
 }
 
 // Compressed calls support fewer types and ops than the exact allreduce.
@@ -186,8 +186,7 @@ Status set_stream(MPI_Comm comm, void *stream) {
   if (comm == MPI_COMM_NULL)
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "bagua_set_cuda_stream: comm is MPI_COMM_NULL");
   if (!BAGUA_HAVE_CUDA)
-    return fail(BAGUA_ERR_NOT_AVAILABLE,
-                "bagua_set_cuda_stream: bagua was built without CUDA");
+    return fail(BAGUA_ERR_NOT_AVAILABLE, "bagua_set_cuda_stream: bagua was built without CUDA");
   set_cuda_stream(comm, stream);
   return BAGUA_SUCCESS;
 }

@@ -214,21 +214,21 @@ TEST_CASE("compressed allreduce rejects bad arguments clearly", "[compressed][er
   for (const Method &m : kMethods) {
     INFO(m.name);
     test::expect_error(m.fn(nullptr, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-                 BAGUA_ERR_INVALID_ARGUMENT, "sendbuf is NULL");
+                       BAGUA_ERR_INVALID_ARGUMENT, "sendbuf is NULL");
     test::expect_error(m.fn(a, nullptr, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-                 BAGUA_ERR_INVALID_ARGUMENT, "recvbuf is NULL");
-    test::expect_error(m.fn(a, b, -1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), BAGUA_ERR_INVALID_ARGUMENT,
-                 "negative");
-    test::expect_error(m.fn(a, b, 8, MPI_INT, MPI_SUM, MPI_COMM_WORLD), BAGUA_ERR_UNSUPPORTED_DATATYPE,
-                 "datatype");
-    test::expect_error(m.fn(a, b, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), BAGUA_ERR_UNSUPPORTED_DATATYPE,
-                 "BAGUA_FLOAT16");
+                       BAGUA_ERR_INVALID_ARGUMENT, "recvbuf is NULL");
+    test::expect_error(m.fn(a, b, -1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+                       BAGUA_ERR_INVALID_ARGUMENT, "negative");
+    test::expect_error(m.fn(a, b, 8, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
+                       BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
+    test::expect_error(m.fn(a, b, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
+                       BAGUA_ERR_UNSUPPORTED_DATATYPE, "BAGUA_FLOAT16");
     test::expect_error(m.fn(a, b, 8, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD), BAGUA_ERR_UNSUPPORTED_OP,
-                 "MPI_SUM or BAGUA_AVG");
+                       "MPI_SUM or BAGUA_AVG");
     test::expect_error(m.fn(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_NULL), BAGUA_ERR_INVALID_ARGUMENT,
-                 "MPI_COMM_NULL");
-    test::expect_error(m.fn(a, a + 2, 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), BAGUA_ERR_INVALID_ARGUMENT,
-                 "overlap");
+                       "MPI_COMM_NULL");
+    test::expect_error(m.fn(a, a + 2, 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+                       BAGUA_ERR_INVALID_ARGUMENT, "overlap");
     CHECK(m.fn(nullptr, nullptr, 0, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == BAGUA_SUCCESS);
   }
 }
@@ -236,22 +236,23 @@ TEST_CASE("compressed allreduce rejects bad arguments clearly", "[compressed][er
 TEST_CASE("sign state misuse is reported", "[compressed][errors]") {
   float a[8] = {}, b[8] = {};
   bagua_sign_state_t state = nullptr;
-  test::expect_error(bagua_sign_state_create(-1, MPI_COMM_WORLD, &state), BAGUA_ERR_INVALID_ARGUMENT,
-               "negative");
+  test::expect_error(bagua_sign_state_create(-1, MPI_COMM_WORLD, &state),
+                     BAGUA_ERR_INVALID_ARGUMENT, "negative");
   test::expect_error(bagua_sign_state_create(8, MPI_COMM_NULL, &state), BAGUA_ERR_INVALID_ARGUMENT,
-               "MPI_COMM_NULL");
-  test::expect_error(bagua_sign_state_create(8, MPI_COMM_WORLD, nullptr), BAGUA_ERR_INVALID_ARGUMENT,
-               "state is NULL");
-  test::expect_error(bagua_sign_state_destroy(nullptr), BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
+                     "MPI_COMM_NULL");
+  test::expect_error(bagua_sign_state_create(8, MPI_COMM_WORLD, nullptr),
+                     BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
+  test::expect_error(bagua_sign_state_destroy(nullptr), BAGUA_ERR_INVALID_ARGUMENT,
+                     "state is NULL");
   test::expect_error(bagua_allreduce_sign(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, nullptr),
-               BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
+                     BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
   REQUIRE(bagua_sign_state_create(8, MPI_COMM_WORLD, &state) == BAGUA_SUCCESS);
   test::expect_error(bagua_allreduce_sign(a, b, 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, state),
-               BAGUA_ERR_INVALID_ARGUMENT, "count 8");
+                     BAGUA_ERR_INVALID_ARGUMENT, "count 8");
   test::expect_error(bagua_allreduce_sign(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_SELF, state),
-               BAGUA_ERR_INVALID_ARGUMENT, "another comm");
+                     BAGUA_ERR_INVALID_ARGUMENT, "another comm");
   test::expect_error(bagua_allreduce_sign(a, b, 8, MPI_INT, MPI_SUM, MPI_COMM_WORLD, state),
-               BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
+                     BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
   CHECK(bagua_sign_state_destroy(&state) == BAGUA_SUCCESS);
   CHECK(bagua_sign_state_destroy(&state) == BAGUA_SUCCESS);  // NULL *state: no-op
 }
@@ -266,7 +267,7 @@ TEST_CASE("bad compressed settings are clear errors", "[compressed][errors]") {
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     float x = 1;
     test::expect_error(bagua_allreduce_q8(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, comm),
-                 BAGUA_ERR_INVALID_ARGUMENT, name);
+                       BAGUA_ERR_INVALID_ARGUMENT, name);
     unsetenv(name);
     MPI_Comm_free(&comm);
   }
