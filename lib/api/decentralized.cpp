@@ -53,6 +53,8 @@ Status decentralized_average(const void *sendbuf, void *recvbuf, int count, MPI_
   BAGUA_TRY(validate_interval(interval));
   Communicator *c = nullptr;
   BAGUA_TRY(usable_state(comm, &c));
+  const ExclusiveUse use(*c);
+  BAGUA_TRY(use.status());
   // A local step: no communication.
   if (step % interval != 0) {
     if (call.src != call.dst) std::memcpy(call.dst, call.src, call.count * dtype_size(call.dtype));
@@ -70,6 +72,8 @@ Status create_state(const void *buf, int count, MPI_Datatype datatype, int inter
   BAGUA_TRY(validate_interval(interval));
   Communicator *c = nullptr;
   BAGUA_TRY(usable_state(comm, &c));
+  const ExclusiveUse use(*c);
+  BAGUA_TRY(use.status());
   auto s = std::make_unique<bagua_lowprec_s>();
   s->comm = comm;
   s->count = call.count;
@@ -88,6 +92,8 @@ Status step_state(bagua_lowprec_t state, void *buf) {
                             state->comm, &call));
   Communicator *c = nullptr;
   BAGUA_TRY(usable_state(state->comm, &c));
+  const ExclusiveUse use(*c);
+  BAGUA_TRY(use.status());
   if (state->calls++ % state->interval != 0) return BAGUA_SUCCESS;
   return run_lowprec_step(*c, call, &state->replicas);
 }

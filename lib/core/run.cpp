@@ -1,5 +1,6 @@
 #include "run.hpp"
 
+#include <cstring>
 #include <vector>
 
 #include "../algo/reduce.hpp"
@@ -75,7 +76,27 @@ Status run_hierarchical(Communicator &c, const Call &call) {
       node.record(node_broadcast_from_leader(bcast_ctx, call.dst, call.dtype, call.count)));
 }
 
+bool aligned(const void *p, DType t) { return reinterpret_cast<uintptr_t>(p) % dtype_size(t) == 0; }
+
 }  // namespace
+
+Status with_aligned_buffers(const Call &call, const std::function<Status(const Call &)> &body) {
+  if (call.count == 0 || (aligned(call.src, call.dtype) && aligned(call.dst, call.dtype)))
+    return body(call);
+  if (call.memory == Memory::cuda)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "CUDA device buffers must be aligned to the element size (%zu bytes)",
+                dtype_size(call.dtype));
+  // 8-byte words: aligned for every element type.
+  const size_t bytes = call.count * dtype_size(call.dtype);
+  std::vector<uint64_t> staging((bytes + 7) / 8);
+  std::memcpy(staging.data(), call.src, bytes);
+  Call staged = call;
+  staged.src = staged.dst = staging.data();
+  BAGUA_TRY(body(staged));
+  std::memcpy(call.dst, staging.data(), bytes);
+  return BAGUA_SUCCESS;
+}
 
 std::unique_ptr<ChunkCodec> make_call_codec(const Call &call, int ranks, const Options &options) {
   const auto block = static_cast<uint32_t>(options.compressed.codec_block);
@@ -102,16 +123,20 @@ Status run_blocking(Communicator &c, const Call &call) {
   Schedule schedule;
   BAGUA_TRY(select_schedule(SelectionSettings::from(c.options()), call.family, call.wire,
                             call.count * dtype_size(call.dtype), call.memory, &schedule));
-  if (schedule == Schedule::hierarchical) return run_hierarchical(c, call);
-  AlgoContext ctx = c.next_call();
-  return c.record(run_flat(ctx, call, schedule, c.options()));
+  return with_aligned_buffers(call, [&](const Call &aligned_call) {
+    if (schedule == Schedule::hierarchical) return run_hierarchical(c, aligned_call);
+    AlgoContext ctx = c.next_call();
+    return c.record(run_flat(ctx, aligned_call, schedule, c.options()));
+  });
 }
 
 Status run_peer_average(Communicator &c, const Call &call, PeerMode mode, int round) {
   if (mode == PeerMode::all) return run_blocking(c, call);
   const std::vector<int> peers = peers_of(mode, c.rank(), c.size(), round);
-  AlgoContext ctx = c.next_call();
-  return c.record(average_with_peers(ctx, call.src, call.dst, call.count, call.dtype, peers));
+  return with_aligned_buffers(call, [&](const Call &a) {
+    AlgoContext ctx = c.next_call();
+    return c.record(average_with_peers(ctx, a.src, a.dst, a.count, a.dtype, peers));
+  });
 }
 
 uint32_t codec_block(const Communicator &c) {
@@ -133,17 +158,19 @@ Status run_group_average(Communicator &c, const Call &call, std::span<const int>
   SubgroupTransport view(c.transport(), members, local);
   AlgoContext ctx{view, c.tags().call(static_cast<uint64_t>(group_id)),
                   Deadline::after_ms(c.options().timeout_ms), scratch, c.options().segment_bytes};
-  Call group_call = call;
-  if (weight >= 0) {
-    // Weighted: each member scales its own contribution, the group sums.
-    scale_into(call.dst, call.src, call.count, call.dtype, weight);
-    group_call.src = call.dst;
-    group_call.op = ReduceOp::sum;
-  }
   Schedule schedule;
-  BAGUA_TRY(select_schedule(SelectionSettings::from(c.options()), call.family, group_call.wire,
+  BAGUA_TRY(select_schedule(SelectionSettings::from(c.options()), call.family, call.wire,
                             call.count * dtype_size(call.dtype), call.memory, &schedule));
-  return c.record(run_flat(ctx, group_call, schedule, c.options()));
+  return with_aligned_buffers(call, [&](const Call &aligned_call) {
+    Call group_call = aligned_call;
+    if (weight >= 0) {
+      // Weighted: each member scales its own contribution, the group sums.
+      scale_into(group_call.dst, group_call.src, call.count, call.dtype, weight);
+      group_call.src = group_call.dst;
+      group_call.op = ReduceOp::sum;
+    }
+    return c.record(run_flat(ctx, group_call, schedule, c.options()));
+  });
 }
 
 // A codec to size messages with (the sign codec's residuals are not read).

@@ -3,6 +3,7 @@
 // schedules, hierarchical composition, and the bytes a call sends.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 
@@ -20,6 +21,11 @@ class Communicator;
 // The codec of a compressed call among `ranks` contributors, in the call's
 // memory type (device codecs run on the user communicator's CUDA stream).
 std::unique_ptr<ChunkCodec> make_call_codec(const Call &call, int ranks, const Options &options);
+
+// Runs body(call) with buffers aligned to the element size: host buffers
+// that are not (MPI accepts any alignment) go through an aligned copy, in
+// place; the result is copied back when body succeeds.
+Status with_aligned_buffers(const Call &call, const std::function<Status(const Call &)> &body);
 
 // Runs `call` with a flat `schedule` among the ranks of ctx.transport (an
 // average divides by their number). `sink` (may be NULL) receives the
