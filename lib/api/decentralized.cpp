@@ -44,6 +44,7 @@ Status usable_state(MPI_Comm comm, Communicator **out) {
 
 Status decentralized_average(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                              bagua_peer_mode mode, int step, int interval, MPI_Comm comm) {
+  BAGUA_TRY(runtime_ensure());  // before runtime_avg_op(), which needs it
   Call call;
   BAGUA_TRY(describe_reduction(Family::decentralized, Wire::exact, sendbuf, recvbuf, count,
                                datatype, runtime_avg_op(), comm, &call));
