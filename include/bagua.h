@@ -60,7 +60,8 @@ typedef enum {
   BAGUA_ERR_TIMEOUT = 4,
   /** The MPI or UCX layer reported a failure. */
   BAGUA_ERR_TRANSPORT = 5,
-  /** Ranks disagree on the call (count, datatype or size of a message). */
+  /** Ranks disagree on the call (count, datatype, op or algorithm, found by
+   *  comparing a fingerprint before data moves; or a message's size). */
   BAGUA_ERR_MISMATCH = 6,
   /** Received bytes failed validation (corrupt or truncated encoding). */
   BAGUA_ERR_CORRUPT_DATA = 7,
