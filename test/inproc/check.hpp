@@ -52,8 +52,11 @@ class Buffer {
       if (bytes_[i] != kGuardByte) return false;
     return true;
   }
-  std::vector<unsigned char> payload() const {
-    return {bytes_.begin(), bytes_.begin() + static_cast<std::ptrdiff_t>(payload_bytes())};
+  // FNV-1a of the elements' bytes: equal digests mean (in practice) equal bits.
+  uint64_t digest() const {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < payload_bytes(); ++i) h = (h ^ bytes_[i]) * 0x100000001b3ull;
+    return h;
   }
 
   // v rounded to type t (through float32 for the half types).
@@ -90,6 +93,7 @@ struct Outcome {
   std::string error;  // bagua's message when status is not BAGUA_SUCCESS
   size_t wrong = 0;   // elements that differ from the expected value
   bool guard_intact = true;
+  uint64_t digest = 0;  // of the result, for results that must be identical on all ranks
 
   bool ok() const { return status == BAGUA_SUCCESS && wrong == 0 && guard_intact; }
   std::string describe() const {
@@ -108,19 +112,30 @@ inline Outcome outcome_of(bagua::Status status) {
   return o;
 }
 
-// Checks outcomes[rank][case] on the test thread; label(c) names case c.
-// Reports the first few failing (case, rank) pairs, then the total.
+// Why rank r's outcome of case c fails ("" if it does not): not ok, or (with
+// `identical`) a result whose bits differ from rank 0's.
+inline std::string failure(const std::vector<std::vector<Outcome>> &outcomes, size_t r, size_t c,
+                           bool identical) {
+  const Outcome &o = outcomes[r][c];
+  if (!o.ok()) return o.describe();
+  if (identical && o.digest != outcomes[0][c].digest) return "result differs from rank 0's";
+  return "";
+}
+
+// Checks outcomes[rank][case] of `cases` cases on the test thread; label(c)
+// names case c. Reports the first few failing (case, rank) pairs, then the
+// total.
 template <class Label>
-void check_outcomes(const std::vector<std::vector<Outcome>> &outcomes, size_t cases, Label label) {
+void check_outcomes(const std::vector<std::vector<Outcome>> &outcomes, size_t cases, Label label,
+                    bool identical = false) {
   constexpr int kReported = 20;
   int failures = 0;
+  for (const std::vector<Outcome> &of_rank : outcomes) REQUIRE(of_rank.size() == cases);
   for (size_t c = 0; c < cases; ++c)
     for (size_t r = 0; r < outcomes.size(); ++r) {
-      if (outcomes[r].size() == cases && outcomes[r][c].ok()) continue;
-      if (++failures <= kReported)
-        FAIL_CHECK(label(c) << ", rank " << r << ": "
-                            << (outcomes[r].size() == cases ? outcomes[r][c].describe()
-                                                            : std::string("did not run")));
+      const std::string why = failure(outcomes, r, c, identical);
+      if (!why.empty() && ++failures <= kReported)
+        FAIL_CHECK(label(c) << ", rank " << r << ": " << why);
     }
   CHECK(failures == 0);
 }

@@ -57,7 +57,7 @@ TEST_CASE("loopback: a send completes at once and its bytes are copied", "[loopb
   CHECK(got == 7);
 }
 
-TEST_CASE("loopback: same (peer, tag) arrives in send order, posted or not", "[loopback]") {
+TEST_CASE("loopback: same peer and tag arrive in send order whether posted or not", "[loopback]") {
   bagua::LoopbackFabric fabric(2);
   Transport &a = fabric.endpoint(0), &b = fabric.endpoint(1);
   int first = 1, second = 2, third = 3, x = 0, y = 0, z = 0;
