@@ -4,42 +4,25 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <memory>
 #include <sstream>
 
 #include "algo/compressed.hpp"
 #include "check.hpp"
+#include "codecs.hpp"
 #include "spawn.hpp"
 
 using bagua::DType;
+using inproc::bound;
 using inproc::Buffer;
+using inproc::Codec;
+using inproc::make_codec;
 using inproc::Outcome;
+using inproc::SignResiduals;
+using inproc::smooth;
 
 namespace {
 
-enum class Codec { q8, fp16, bf16, sign };
-
-// Error-feedback state of the sign codec, indexed like the buffer.
-struct SignResiduals {
-  std::vector<float> contribution, reduced;
-  explicit SignResiduals(size_t count) : contribution(count), reduced(count) {}
-};
-
 // The calls into lib/algo (adapt here when the interfaces are renamed).
-constexpr uint32_t kBlock = 64;
-std::unique_ptr<bagua::ChunkCodec> make_codec(Codec codec, int n, bool average, SignResiduals &sr) {
-  // The cast prescales as the C API does: 1/n for contributions, and for the
-  // reduced value of a sum.
-  const float inv = 1.0f / float(n), reduced = average ? 1.0f : inv;
-  switch (codec) {
-    case Codec::q8: return bagua::make_q8_codec(kBlock);
-    case Codec::fp16: return bagua::make_cast_codec(bagua::codec::CastFormat::fp16, inv, reduced);
-    case Codec::bf16: return bagua::make_cast_codec(bagua::codec::CastFormat::bf16, inv, reduced);
-    case Codec::sign:
-      return bagua::make_sign_codec(kBlock, sr.contribution.data(), sr.reduced.data());
-  }
-  return nullptr;
-}
 bagua::Status allreduce(bagua::AlgoContext &ctx, bagua::ChunkCodec &codec, const void *src,
                         void *dst, size_t count, DType t, int divisor) {
   return bagua::allreduce_compressed(ctx, codec, {src, t, dst, t, count, divisor});
@@ -67,13 +50,6 @@ std::string label(int n, const Case &c) {
   return s.str();
 }
 
-// Values in [-1, 1] that differ per rank: a triangle wave (cheaper than a
-// sine at 1<<20 elements x 16 ranks).
-double smooth(int rank, size_t i) {
-  const double x = 0.0137 * double(i) + 0.3 * rank;
-  return 4 * std::fabs(x - std::floor(x) - 0.5) - 1;
-}
-
 // The exact sums over n ranks of the inputs as stored in each type.
 class Exact {
  public:
@@ -94,23 +70,6 @@ class Exact {
   int n_;
   std::vector<double> sums_[3];
 };
-
-// The documented bounds (doc/compressed.md) for inputs in [-1, 1]. q8: the
-// n - 1 other contributions (block range <= 2) and the reduced sum (range
-// <= 2n) are quantized once each, error <= range / 510. Cast: each scaled
-// value is rounded at most twice (relative 2^-11 for fp16, 2^-8 for bf16;
-// fp16 subnormals add 2^-25 absolute). Divided by n for an average, plus the
-// rounding of the output type.
-double bound(Codec codec, DType t, bool average, int n, double value) {
-  const double eps = codec == Codec::fp16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
-  double b = codec == Codec::q8 ? (2.0 * (n - 1) + 2.0 * n) / 510.0
-                                : 2.0 * n * (eps + n * std::ldexp(1.0, -25));
-  if (average) b /= n;
-  const double out_ulp = t == DType::f16    ? std::ldexp(1.0, -11)
-                         : t == DType::bf16 ? std::ldexp(1.0, -8)
-                                            : 1e-7;
-  return b * 1.001 + std::fabs(value) * out_ulp + 1e-6;
-}
 
 // One call on one rank: smooth inputs for q8 and cast, checked against the
 // bound; +-0.5 in one sign pattern on every rank for sign, which it
