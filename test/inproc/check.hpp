@@ -1,6 +1,7 @@
 // Typed buffers and per-rank outcomes for the in-process tests.
 #pragma once
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstring>
@@ -52,11 +53,25 @@ class Buffer {
       if (bytes_[i] != kGuardByte) return false;
     return true;
   }
-  // FNV-1a of the elements' bytes: equal digests mean (in practice) equal bits.
+  // FNV-1a over the elements' bytes, 8 at a time: equal digests mean (in
+  // practice) equal bits.
   uint64_t digest() const {
     uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < payload_bytes(); ++i) h = (h ^ bytes_[i]) * 0x100000001b3ull;
+    const size_t bytes = payload_bytes();
+    for (size_t i = 0; i < bytes; i += 8) {
+      uint64_t word = 0;
+      std::memcpy(&word, bytes_.data() + i, std::min<size_t>(8, bytes - i));
+      h = (h ^ word) * 0x100000001b3ull;
+    }
     return h;
+  }
+  // The number of elements that differ in value from the first count() of
+  // `want` (same type).
+  size_t differences(const Buffer &want) const {
+    if (std::memcmp(bytes_.data(), want.bytes_.data(), payload_bytes()) == 0) return 0;
+    size_t n = 0;
+    for (size_t i = 0; i < count_; ++i) n += get(i) != want.get(i);
+    return n;
   }
 
   // v rounded to type t (through float32 for the half types).
