@@ -1,21 +1,25 @@
 #include "loopback_transport.hpp"
 
-#include <algorithm>
 #include <cstring>
-#include <deque>
+#include <map>
+#include <memory_resource>
 #include <mutex>
-#include <unordered_map>
+#include <tuple>
 
 namespace bagua {
 namespace {
 
-// A receive while it waits for its message; owned by the request's handle.
+// A posted receive until test() or abandon() retires it. The handle holds a
+// pointer to it; the records are pooled per endpoint, so a message costs no
+// allocation once the pools have grown (allocations are slow under ASan with
+// full unwinding).
 struct PostedRecv {
   enum class State { waiting, done, mismatch };
+  uint64_t number;  // its key in the endpoint's receives_
   void *buf;
   size_t bytes;
-  State state = State::waiting;
-  size_t arrived_bytes = 0;  // size of the message that completed it
+  State state;
+  size_t arrived_bytes;  // size of the message that completed it
 };
 
 PostedRecv *&posted_of(Request *req) {
@@ -54,17 +58,16 @@ class LoopbackEndpoint final : public Transport {
 
   Status irecv(void *buf, size_t bytes, int peer, Tag tag, Request *req) override {
     BAGUA_TRY(begin_request(bytes, peer, tag, true, req));
-    auto *recv = new PostedRecv{buf, bytes};
-    {
-      std::lock_guard lock(mutex_);
-      Queue &q = queues_[key(peer, tag)];
-      if (q.messages.empty()) {
-        q.receives.push_back(recv);
-      } else {
-        complete(recv, q.messages.front().data(), q.messages.front().size());
-        q.messages.pop_front();
-        drop_if_empty(peer, tag);
-      }
+    std::lock_guard lock(mutex_);
+    PostedRecv *recv = new_recv();
+    *recv = {next_number_++, buf, bytes, PostedRecv::State::waiting, 0};
+    const auto it = oldest(messages_, peer, tag);
+    if (it == messages_.end()) {
+      receives_.emplace(Key{peer, tag, recv->number}, recv);
+    } else {
+      complete(recv, it->second.data(), it->second.size());
+      spare_bytes_.push_back(std::move(it->second));
+      messages_.erase(it);
     }
     posted_of(req) = recv;
     req->active = true;
@@ -75,16 +78,17 @@ class LoopbackEndpoint final : public Transport {
     *done = !req->active;
     if (*done) return BAGUA_SUCCESS;
     PostedRecv *recv = posted_of(req);
+    bool mismatch = false;
+    size_t arrived = 0;
     if (recv != nullptr) {
       std::lock_guard lock(mutex_);
       if (recv->state == PostedRecv::State::waiting) return BAGUA_SUCCESS;
+      mismatch = recv->state == PostedRecv::State::mismatch;
+      arrived = recv->arrived_bytes;
+      spare_recvs_.push_back(recv);
     }
     *done = true;
     req->active = false;
-    if (recv == nullptr) return BAGUA_SUCCESS;
-    const bool mismatch = recv->state == PostedRecv::State::mismatch;
-    const size_t arrived = recv->arrived_bytes;
-    delete recv;
     if (!mismatch) return BAGUA_SUCCESS;
     return fail(BAGUA_ERR_MISMATCH,
                 "expected %zu bytes from rank %d (tag 0x%x) but it sent %zu: do all ranks pass "
@@ -97,51 +101,67 @@ class LoopbackEndpoint final : public Transport {
     req->active = false;
     PostedRecv *recv = posted_of(req);
     if (recv == nullptr) return;  // a send: its bytes were copied at isend
-    {
-      std::lock_guard lock(mutex_);
-      if (recv->state == PostedRecv::State::waiting) {
-        std::deque<PostedRecv *> &posted = queues_[key(req->peer, req->tag)].receives;
-        posted.erase(std::find(posted.begin(), posted.end(), recv));
-        drop_if_empty(req->peer, req->tag);
-      }
-    }
-    delete recv;
+    std::lock_guard lock(mutex_);
+    if (recv->state == PostedRecv::State::waiting)
+      receives_.erase(Key{req->peer, req->tag, recv->number});
+    spare_recvs_.push_back(recv);
   }
 
   // Called by the sender's thread: hands the message to the oldest matching
   // receive, or keeps a copy until one is posted.
   void deliver(int source, Tag tag, const void *buf, size_t bytes) {
     std::lock_guard lock(mutex_);
-    Queue &q = queues_[key(source, tag)];
-    if (q.receives.empty()) {
-      const auto *data = static_cast<const unsigned char *>(buf);
-      q.messages.emplace_back(data, data + bytes);
+    const auto it = oldest(receives_, source, tag);
+    if (it != receives_.end()) {
+      complete(it->second, buf, bytes);
+      receives_.erase(it);
       return;
     }
-    complete(q.receives.front(), buf, bytes);
-    q.receives.pop_front();
-    drop_if_empty(source, tag);
+    std::vector<unsigned char> copy;
+    if (!spare_bytes_.empty()) {
+      copy = std::move(spare_bytes_.back());
+      spare_bytes_.pop_back();
+    }
+    const auto *data = static_cast<const unsigned char *>(buf);
+    copy.assign(data, data + bytes);
+    messages_.emplace(Key{source, tag, next_number_++}, std::move(copy));
   }
 
  private:
-  // Messages that arrived before their receive, or receives posted before
-  // their message: at most one of the two lists is non-empty.
-  struct Queue {
-    std::deque<std::vector<unsigned char>> messages;
-    std::deque<PostedRecv *> receives;
-  };
+  // (source, tag, arrival or posting number): the first entry at or after
+  // (source, tag, 0) is the oldest of that pair, so each pair stays FIFO.
+  using Key = std::tuple<int, Tag, uint64_t>;
 
-  static uint64_t key(int peer, Tag tag) { return (uint64_t(uint32_t(peer)) << 32) | tag; }
+  template <class Map>
+  static typename Map::iterator oldest(Map &entries, int source, Tag tag) {
+    const auto it = entries.lower_bound(Key{source, tag, 0});
+    const bool same =
+        it != entries.end() && std::get<0>(it->first) == source && std::get<1>(it->first) == tag;
+    return same ? it : entries.end();
+  }
 
-  // Tags are rarely reused, so drained queues are removed.
-  void drop_if_empty(int peer, Tag tag) {
-    const auto it = queues_.find(key(peer, tag));
-    if (it->second.messages.empty() && it->second.receives.empty()) queues_.erase(it);
+  PostedRecv *new_recv() {
+    if (spare_recvs_.empty()) {
+      recv_pool_.push_back(std::make_unique<PostedRecv>());
+      return recv_pool_.back().get();
+    }
+    PostedRecv *recv = spare_recvs_.back();
+    spare_recvs_.pop_back();
+    return recv;
   }
 
   std::vector<std::unique_ptr<LoopbackEndpoint>> &all_;
   std::mutex mutex_;
-  std::unordered_map<uint64_t, Queue> queues_;
+  // Map nodes come from this pool, under mutex_.
+  std::pmr::unsynchronized_pool_resource pool_;
+  // Messages that arrived before their receive, and receives posted before
+  // their message (at most one of the two holds a given pair).
+  std::pmr::map<Key, std::vector<unsigned char>> messages_{&pool_};
+  std::pmr::map<Key, PostedRecv *> receives_{&pool_};
+  uint64_t next_number_ = 0;
+  std::vector<std::vector<unsigned char>> spare_bytes_;  // buffers of received messages
+  std::vector<std::unique_ptr<PostedRecv>> recv_pool_;
+  std::vector<PostedRecv *> spare_recvs_;  // retired records of recv_pool_
 };
 
 LoopbackFabric::LoopbackFabric(int ranks) {
