@@ -51,9 +51,11 @@ constexpr int64_t kTimeoutMs = 60000;
 
 // One rank's calls: scratch reused across calls, and a fresh call sequence
 // number per call, so successive calls never match each other's messages.
+// Two Rank objects on one transport must use different channels.
 class Rank {
  public:
-  explicit Rank(bagua::Transport &t) : transport_(t) {}
+  explicit Rank(bagua::Transport &t, bagua::Channel channel = bagua::Channel::allreduce)
+      : transport_(t), channel_(channel) {}
 
   bagua::Transport &transport() const { return transport_; }
   int rank() const { return transport_.rank(); }
@@ -62,12 +64,13 @@ class Rank {
   // The context of the next call (on `transport`, by default this rank's).
   bagua::AlgoContext next_call(size_t segment_bytes, bagua::Transport *transport = nullptr) {
     return bagua::AlgoContext{transport ? *transport : transport_,
-                              bagua::TagSpace::make(bagua::Channel::allreduce, sequence_++),
+                              bagua::TagSpace::make(channel_, sequence_++),
                               bagua::Deadline::after_ms(kTimeoutMs), scratch_, segment_bytes};
   }
 
  private:
   bagua::Transport &transport_;
+  bagua::Channel channel_;
   uint32_t sequence_ = 0;
   std::vector<unsigned char> scratch_;
 };

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <numeric>
 #include <string>
+#include <thread>
 
 #include "algo/allreduce.hpp"
 #include "check.hpp"
@@ -208,4 +209,30 @@ TEST_CASE("allreduce with different counts on two ranks fails with a mismatch", 
       CHECK(o.guard_intact);
     }
   }
+}
+
+TEST_CASE("two collectives at once on every endpoint keep their messages apart", "[loopback]") {
+  // Each rank runs a ring allreduce on its own thread and a recursive
+  // doubling on a second one, over the same endpoint on two channels (as
+  // the bucket engine runs concurrent buckets).
+  const int n = 5;
+  const size_t count = 3001;
+  auto sums = inproc::spawn(n, [&](Transport &t, int r) {
+    std::vector<float> a(count, float(r + 1)), b(count, float(2 * r));
+    bagua::Status sa = BAGUA_ERR_INTERNAL, sb = BAGUA_ERR_INTERNAL;
+    std::thread second([&] {
+      inproc::Rank rank(t, bagua::Channel::bucket);
+      bagua::AlgoContext ctx = rank.next_call(256);
+      sb = recursive_doubling(ctx, b.data(), b.data(), count);
+    });
+    inproc::Rank rank(t);
+    bagua::AlgoContext ctx = rank.next_call(256);
+    sa = ring(ctx, a.data(), a.data(), count);
+    second.join();
+    const bool a_ok =
+        std::all_of(a.begin(), a.end(), [&](float v) { return v == n * (n + 1) / 2; });
+    const bool b_ok = std::all_of(b.begin(), b.end(), [&](float v) { return v == n * (n - 1); });
+    return sa == BAGUA_SUCCESS && sb == BAGUA_SUCCESS && a_ok && b_ok;
+  });
+  for (int r = 0; r < n; ++r) CHECK(sums[size_t(r)]);
 }
