@@ -102,6 +102,15 @@ class Buffer {
   std::vector<unsigned char> bytes_;
 };
 
+// An integer in [-15, 15] scrambled over (key, i), so that a misplaced chunk
+// or segment shows. Any partial sum of 16 of them is an integer of magnitude
+// <= 240, exact in every type (bfloat16 holds integers up to 256).
+inline double small_integer(uint64_t key, size_t i) {
+  uint64_t h = (uint64_t(i) + 1) * 0x9e3779b97f4a7c15ull ^ (key + 1) * 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 31;
+  return double(h % 31) - 15;
+}
+
 // What one rank saw in one call.
 struct Outcome {
   bagua::Status status = BAGUA_SUCCESS;

@@ -75,4 +75,16 @@ class Rank {
   std::vector<unsigned char> scratch_;
 };
 
+// Runs `cases` on n ranks, every rank all of them in order: the results of
+// run(rank, case) by rank, then by case.
+template <class Case, class Run>
+auto run_cases(int n, const std::vector<Case> &cases, Run run) {
+  return spawn(n, [&](bagua::Transport &t, int) {
+    Rank rank(t);
+    std::vector<std::invoke_result_t<Run &, Rank &, const Case &>> out;
+    for (const Case &c : cases) out.push_back(run(rank, c));
+    return out;
+  });
+}
+
 }  // namespace inproc

@@ -25,15 +25,8 @@ bagua::Status allreduce(Algo algo, bagua::AlgoContext &ctx, const void *src, voi
                             : bagua::allreduce_recursive_doubling(ctx, args);
 }
 
-// Integers in [-15, 15], scrambled over (rank, index) so a misplaced chunk
-// or segment shows: any partial sum of 16 of them is an integer of magnitude
-// <= 240, exact in every type (bfloat16 holds integers up to 256).
-double input(int rank, size_t i) {
-  uint64_t h =
-      (uint64_t(i) + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t(rank) + 1) * 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 31;
-  return double(h % 31) - 15;
-}
+// Rank r's element i.
+double input(int rank, size_t i) { return inproc::small_integer(uint64_t(rank), i); }
 
 struct Case {
   Algo algo;
@@ -102,12 +95,8 @@ Outcome run_case(inproc::Rank &rank, const Case &c, const Expected &want) {
 // Runs every case at n ranks (each rank runs them in order) and checks them.
 void run_matrix(int n, const std::vector<Case> &cases) {
   const Expected want(n, cases);
-  auto outcomes = inproc::spawn(n, [&](bagua::Transport &t, int) {
-    inproc::Rank rank(t);
-    std::vector<Outcome> out;
-    for (const Case &c : cases) out.push_back(run_case(rank, c, want));
-    return out;
-  });
+  auto outcomes = inproc::run_cases(
+      n, cases, [&](inproc::Rank &rank, const Case &c) { return run_case(rank, c, want); });
   inproc::check_outcomes(
       outcomes, cases.size(), [&](size_t c) { return label(n, cases[c]); }, true);
 }

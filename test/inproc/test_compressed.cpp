@@ -105,12 +105,8 @@ void run_matrix(int n, const std::vector<Case> &cases) {
   size_t largest = 0;
   for (const Case &c : cases) largest = std::max(largest, c.count);
   const Exact exact(n, largest);
-  auto outcomes = inproc::spawn(n, [&](bagua::Transport &t, int) {
-    inproc::Rank rank(t);
-    std::vector<Outcome> out;
-    for (const Case &c : cases) out.push_back(run_case(rank, c, exact));
-    return out;
-  });
+  auto outcomes = inproc::run_cases(
+      n, cases, [&](inproc::Rank &rank, const Case &c) { return run_case(rank, c, exact); });
   inproc::check_outcomes(
       outcomes, cases.size(), [&](size_t c) { return label(n, cases[c]); }, true);
 }

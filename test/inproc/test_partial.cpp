@@ -41,14 +41,6 @@ std::vector<int> group_of(int rank, int n) {
 // and every product and partial sum of small integers is exact in bfloat16.
 double weight_of(size_t j, size_t k) { return std::ldexp(1.0, -int(j + 1 < k ? j + 1 : k - 1)); }
 
-// Integers in [-15, 15] per (rank, index).
-double integer_input(int rank, size_t i) {
-  uint64_t h =
-      (uint64_t(i) + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t(rank) + 1) * 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 31;
-  return double(h % 31) - 15;
-}
-
 enum class Kind { uniform, weighted, q8, fp16 };
 
 struct Case {
@@ -71,7 +63,7 @@ std::string label(const std::vector<int> &members, const Case &c) {
 
 bool compressed(Kind k) { return k == Kind::q8 || k == Kind::fp16; }
 double input(const Case &c, int rank, size_t i) {
-  return compressed(c.kind) ? inproc::smooth(rank, i) : integer_input(rank, i);
+  return compressed(c.kind) ? inproc::smooth(rank, i) : inproc::small_integer(uint64_t(rank), i);
 }
 
 // Exact kinds: the expected value itself; compressed: the exact average that
@@ -137,12 +129,7 @@ TEST_CASE("group averages over subgroup views: exact and compressed", "[partial]
           for (DType t : {DType::f32, DType::f16, DType::bf16})
             cases.push_back({kind, false, t, count, in_place});
       }
-    auto outcomes = inproc::spawn(n, [&](bagua::Transport &t, int) {
-      inproc::Rank rank(t);
-      std::vector<Outcome> out;
-      for (const Case &c : cases) out.push_back(run_case(rank, c));
-      return out;
-    });
+    auto outcomes = inproc::run_cases(n, cases, run_case);
     // Each group's members must agree bit for bit.
     for (int first = 0; first < (n + 3) / 4; ++first) {
       const std::vector<int> members = group_of(first, n);
