@@ -9,6 +9,7 @@
 #include <exception>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "algo/allreduce.hpp"
@@ -25,14 +26,19 @@ auto spawn(int n, Body body) {
   bagua::LoopbackFabric fabric(n);
   std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
   constexpr bool returns = !std::is_void_v<Result>;
-  std::vector<std::conditional_t<returns, Result, char>> results(static_cast<size_t>(n));
+  // One slot per rank: a struct, since threads writing neighbouring elements
+  // of a std::vector<bool> would race.
+  struct Slot {
+    std::conditional_t<returns, Result, char> value;
+  };
+  std::vector<Slot> slots(static_cast<size_t>(n));
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r)
     threads.emplace_back([&, r] {
       const auto i = static_cast<size_t>(r);
       try {
         if constexpr (returns)
-          results[i] = body(fabric.endpoint(r), r);
+          slots[i].value = body(fabric.endpoint(r), r);
         else
           body(fabric.endpoint(r), r);
       } catch (...) {
@@ -42,7 +48,11 @@ auto spawn(int n, Body body) {
   for (std::thread &t : threads) t.join();
   for (const std::exception_ptr &e : errors)
     if (e) std::rethrow_exception(e);
-  if constexpr (returns) return results;
+  if constexpr (returns) {
+    std::vector<Result> results;
+    for (Slot &slot : slots) results.push_back(std::move(slot.value));
+    return results;
+  }
 }
 
 // Waits end with BAGUA_ERR_TIMEOUT after this long: a hang fails the test
