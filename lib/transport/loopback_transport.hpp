@@ -23,7 +23,6 @@ class LoopbackFabric {
   LoopbackFabric(const LoopbackFabric &) = delete;
   LoopbackFabric &operator=(const LoopbackFabric &) = delete;
 
-  int size() const { return static_cast<int>(endpoints_.size()); }
   // The transport of `rank`; it lives as long as the fabric.
   Transport &endpoint(int rank);
 

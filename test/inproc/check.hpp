@@ -26,7 +26,6 @@ class Buffer {
       : type_(t), count_(count), bytes_(count * bagua::dtype_size(t) + kGuardBytes, kGuardByte) {}
 
   void *data() { return bytes_.data(); }
-  size_t count() const { return count_; }
   size_t payload_bytes() const { return count_ * bagua::dtype_size(type_); }
 
   void set(size_t i, double v) {

@@ -134,6 +134,8 @@ TEST_CASE("compressed allreduce at 1..16 ranks: small counts x every codec and t
 }
 
 TEST_CASE("compressed allreduce of 1<<20 elements at 2 3 7 16 ranks", "[compressed]") {
+  // One call per codec: the bf16 cast on float32 input, the others on
+  // bfloat16; averages at odd n, sums at even n; q8 out of place.
   for (int n : {2, 3, 7, 16}) {
     std::vector<Case> cases;
     for (Codec codec : kCodecs)
