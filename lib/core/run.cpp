@@ -221,6 +221,17 @@ Status run_lowprec_step(Communicator &c, const Call &call, LowprecReplicas *repl
   return c.record(lowprec_step(ctx, call.dst, call.count, call.dtype, codec_block(c), replicas));
 }
 
+Status average_in_group(AlgoContext &ctx, const Call &call, Schedule schedule, double weight,
+                        const Options &options) {
+  if (weight < 0) return run_flat(ctx, call, schedule, options);
+  // Weighted: each member scales its own contribution, the group sums.
+  Call weighted = call;
+  scale_into(call.dst, call.src, call.count, call.dtype, weight);
+  weighted.src = call.dst;
+  weighted.op = ReduceOp::sum;
+  return run_flat(ctx, weighted, schedule, options);
+}
+
 Status run_group_average(Communicator &c, const Call &call, std::span<const int> members, int local,
                          int64_t group_id, double weight, std::vector<unsigned char> &scratch) {
   SubgroupTransport view(c.transport(), members, local);
@@ -230,14 +241,7 @@ Status run_group_average(Communicator &c, const Call &call, std::span<const int>
   BAGUA_TRY(select_schedule(SelectionSettings::from(c.options()), call.family, call.wire,
                             call.count * dtype_size(call.dtype), call.memory, &schedule));
   return with_aligned_buffers(call, [&](const Call &aligned_call) {
-    Call group_call = aligned_call;
-    if (weight >= 0) {
-      // Weighted: each member scales its own contribution, the group sums.
-      scale_into(group_call.dst, group_call.src, call.count, call.dtype, weight);
-      group_call.src = group_call.dst;
-      group_call.op = ReduceOp::sum;
-    }
-    return c.record(run_flat(ctx, group_call, schedule, c.options()));
+    return c.record(average_in_group(ctx, aligned_call, schedule, weight, c.options()));
   });
 }
 

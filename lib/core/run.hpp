@@ -60,6 +60,12 @@ Status run_peer_average(Communicator &c, const Call &call, PeerMode mode, int ro
 Status run_lowprec_init(Communicator &c, const Call &call, LowprecReplicas *replicas);
 Status run_lowprec_step(Communicator &c, const Call &call, LowprecReplicas *replicas);
 
+// A group's average on ctx (the group's view of the transport), with
+// `schedule`: uniform (weight < 0: the exact sum divided once, or the codec's
+// average) or weighted (dst = sum over members of weight_i * src_i).
+Status average_in_group(AlgoContext &ctx, const Call &call, Schedule schedule, double weight,
+                        const Options &options);
+
 // A partial-reduce group's average among `members` of c (this rank is
 // members[local]), in tag slot `group_id`: uniform (weight < 0: the exact
 // sum divided once, or the codec's average) or weighted (dst = sum of

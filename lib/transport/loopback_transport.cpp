@@ -44,7 +44,7 @@ void complete(PostedRecv *recv, const void *data, size_t bytes) {
 class LoopbackEndpoint final : public Transport {
  public:
   LoopbackEndpoint(std::vector<std::unique_ptr<LoopbackEndpoint>> &all, int rank, int size)
-      : Transport(rank, size), all_(all) {}
+      : Transport(rank, size, kLoopbackMaxTag), all_(all) {}
 
   const char *name() const override { return "loopback"; }
 

@@ -16,6 +16,10 @@ namespace bagua {
 
 class LoopbackEndpoint;
 
+// The loopback's largest tag: the smallest MPI_TAG_UB the MPI standard
+// allows, so the in-process tests run the narrowest tag layout.
+constexpr Tag kLoopbackMaxTag = 32767;
+
 class LoopbackFabric {
  public:
   explicit LoopbackFabric(int ranks);

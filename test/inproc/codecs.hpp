@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "algo/compressed.hpp"
+#include "core/run.hpp"
 
 namespace inproc {
 
@@ -15,27 +16,27 @@ enum class Codec { q8, fp16, bf16, sign };
 
 // Error-feedback state of the sign codec, indexed like the buffer.
 struct SignResiduals {
-  std::vector<float> contribution, reduced;
-  explicit SignResiduals(size_t count) : contribution(count), reduced(count) {}
+  bagua::SignFeedback feedback;
+  explicit SignResiduals(size_t count)
+      : feedback{MPI_COMM_NULL, count, std::vector<float>(count), std::vector<float>(count)} {}
 };
 
 // q8 and sign blocks: small, so 4099 elements span many blocks.
 constexpr uint32_t kBlock = 64;
 
-// The call into lib/algo (adapt here when the interfaces are renamed).
+// The codec the library's run path builds for a call among n ranks
+// (core/run.hpp: the same adapter, prescales and block size selection).
 inline std::unique_ptr<bagua::ChunkCodec> make_codec(Codec codec, int n, bool average,
                                                      SignResiduals &sr) {
-  // The cast prescales as the C API does: 1/n for contributions, and for the
-  // reduced value of a sum.
-  const float inv = 1.0f / float(n), reduced = average ? 1.0f : inv;
-  switch (codec) {
-    case Codec::q8: return bagua::make_q8_codec(kBlock);
-    case Codec::fp16: return bagua::make_cast_codec(bagua::codec::CastFormat::fp16, inv, reduced);
-    case Codec::bf16: return bagua::make_cast_codec(bagua::codec::CastFormat::bf16, inv, reduced);
-    case Codec::sign:
-      return bagua::make_sign_codec(kBlock, sr.contribution.data(), sr.reduced.data());
-  }
-  return nullptr;
+  const bagua::Wire wires[] = {bagua::Wire::q8, bagua::Wire::fp16, bagua::Wire::bf16,
+                               bagua::Wire::sign};
+  bagua::Call call{};
+  call.wire = wires[int(codec)];
+  call.op = average ? bagua::ReduceOp::avg : bagua::ReduceOp::sum;
+  call.feedback = &sr.feedback;
+  bagua::Options options;
+  options.compressed.codec_block = int(kBlock);
+  return bagua::make_call_codec(call, n, options);
 }
 
 // Values in [-1, 1] that differ per rank: a triangle wave (cheaper than a

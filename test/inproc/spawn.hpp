@@ -7,12 +7,14 @@
 #pragma once
 
 #include <exception>
+#include <stdexcept>
 #include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "algo/allreduce.hpp"
+#include "core/tags.hpp"
 #include "transport/loopback_transport.hpp"
 
 namespace inproc {
@@ -59,13 +61,17 @@ auto spawn(int n, Body body) {
 // instead of blocking it (no test depends on the value).
 constexpr int64_t kTimeoutMs = 60000;
 
-// One rank's calls: scratch reused across calls, and a fresh call sequence
-// number per call, so successive calls never match each other's messages.
-// Two Rank objects on one transport must use different channels.
+// One rank's calls: scratch reused across calls, and the next tag slot of
+// the transport's layout per call (as a communicator gives its blocking
+// calls). Rank objects used at the same time on one transport take
+// interleaved slots: stream s of `streams` uses slots s, s + streams, ...
 class Rank {
  public:
-  explicit Rank(bagua::Transport &t, bagua::Channel channel = bagua::Channel::allreduce)
-      : transport_(t), channel_(channel) {}
+  explicit Rank(bagua::Transport &t, uint64_t stream = 0, uint64_t streams = 1)
+      : transport_(t), next_slot_(stream), streams_(streams) {
+    if (bagua::TagLayout::make(t.max_tag(), &layout_) != BAGUA_SUCCESS)
+      throw std::runtime_error("inproc::Rank: the transport's tags are too narrow");
+  }
 
   bagua::Transport &transport() const { return transport_; }
   int rank() const { return transport_.rank(); }
@@ -73,15 +79,17 @@ class Rank {
 
   // The context of the next call (on `transport`, by default this rank's).
   bagua::AlgoContext next_call(size_t segment_bytes, bagua::Transport *transport = nullptr) {
-    return bagua::AlgoContext{transport ? *transport : transport_,
-                              bagua::TagSpace::make(channel_, sequence_++),
+    const bagua::CallTags tags = layout_.call(next_slot_);
+    next_slot_ += streams_;
+    return bagua::AlgoContext{transport ? *transport : transport_, tags,
                               bagua::Deadline::after_ms(kTimeoutMs), scratch_, segment_bytes};
   }
 
  private:
   bagua::Transport &transport_;
-  bagua::Channel channel_;
-  uint32_t sequence_ = 0;
+  bagua::TagLayout layout_;
+  uint64_t next_slot_;
+  const uint64_t streams_;
   std::vector<unsigned char> scratch_;
 };
 

@@ -9,6 +9,7 @@
 
 #include "algo/decentralized.hpp"
 #include "check.hpp"
+#include "codec.h"
 #include "spawn.hpp"
 
 using bagua::DType;
@@ -28,10 +29,10 @@ bagua::Status average(bagua::AlgoContext &ctx, PeerMode mode, int round, const v
 using Replicas = bagua::LowprecReplicas;
 bagua::Status init_replicas(bagua::AlgoContext &ctx, const void *x, size_t count, DType t,
                             Replicas *r) {
-  return bagua::lowprec_init(ctx, x, count, t, r);
+  return bagua::lowprec_init(ctx, x, count, t, bagua::codec::kDefaultQ8Block, r);
 }
 bagua::Status step_replicas(bagua::AlgoContext &ctx, void *x, size_t count, DType t, Replicas *r) {
-  return bagua::lowprec_step(ctx, x, count, t, r);
+  return bagua::lowprec_step(ctx, x, count, t, bagua::codec::kDefaultQ8Block, r);
 }
 
 int mod(int x, int n) { return ((x % n) + n) % n; }

@@ -146,7 +146,7 @@ TEST_CASE("loopback: bad peers are refused; a rank may send to itself", "[loopba
   Request s, r;
   CHECK(a.isend(&value, sizeof value, 2, 0, &s) == BAGUA_ERR_INTERNAL);
   CHECK(a.irecv(&got, sizeof got, -1, 0, &r) == BAGUA_ERR_INTERNAL);
-  CHECK(a.isend(&value, sizeof value, 0, bagua::kTagLimit, &s) == BAGUA_ERR_INTERNAL);
+  CHECK(a.isend(&value, sizeof value, 0, bagua::kLoopbackMaxTag + 1, &s) == BAGUA_ERR_INTERNAL);
   REQUIRE(a.isend(&value, sizeof value, 0, 0, &s) == BAGUA_SUCCESS);
   REQUIRE(a.irecv(&got, sizeof got, 0, 0, &r) == BAGUA_SUCCESS);
   CHECK(completes(a, r));
@@ -213,7 +213,7 @@ TEST_CASE("allreduce with different counts on two ranks fails with a mismatch", 
 
 TEST_CASE("two collectives at once on every endpoint keep their messages apart", "[loopback]") {
   // Each rank runs a ring allreduce on its own thread and a recursive
-  // doubling on a second one, over the same endpoint on two channels (as
+  // doubling on a second one, over the same endpoint in two tag slots (as
   // the bucket engine runs concurrent buckets).
   const int n = 5;
   const size_t count = 3001;
@@ -221,11 +221,11 @@ TEST_CASE("two collectives at once on every endpoint keep their messages apart",
     std::vector<float> a(count, float(r + 1)), b(count, float(2 * r));
     bagua::Status sa = BAGUA_ERR_INTERNAL, sb = BAGUA_ERR_INTERNAL;
     std::thread second([&] {
-      inproc::Rank rank(t, bagua::Channel::bucket);
+      inproc::Rank rank(t, 1, 2);
       bagua::AlgoContext ctx = rank.next_call(256);
       sb = recursive_doubling(ctx, b.data(), b.data(), count);
     });
-    inproc::Rank rank(t);
+    inproc::Rank rank(t, 0, 2);
     bagua::AlgoContext ctx = rank.next_call(256);
     sa = ring(ctx, a.data(), a.data(), count);
     second.join();
