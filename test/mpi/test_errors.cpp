@@ -27,8 +27,12 @@ TEST_CASE("argument errors are reported before any communication", "[errors]") {
                      BAGUA_ERR_INVALID_ARGUMENT, "MPI_COMM_NULL");
   test::expect_error(bagua_allreduce(a, a + 2, 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
                      BAGUA_ERR_INVALID_ARGUMENT, "overlap");
-  // NULL buffers are fine when there is nothing to reduce.
+  // Any pointer is fine when there is nothing to reduce, as in MPI.
   CHECK(bagua_allreduce(nullptr, nullptr, 0, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == BAGUA_SUCCESS);
+  auto *odd = reinterpret_cast<char *>(b) + 1;
+  CHECK(bagua_allreduce(odd, odd + 2, 0, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == BAGUA_SUCCESS);
+  CHECK(bagua_allreduce_q8(MPI_IN_PLACE, odd, 0, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) ==
+        BAGUA_SUCCESS);
 }
 
 TEST_CASE("misaligned buffers work, as MPI accepts them", "[errors]") {
