@@ -89,8 +89,8 @@ void run_matrix(MPI_Comm comm, std::initializer_list<size_t> counts) {
       for (MPI_Op op : {MPI_SUM, BAGUA_AVG}) {
         bool in_place = t == Type::f16;
         for (size_t count : counts) {
-          INFO(m.name << " " << test::type_name(t) << (op == MPI_SUM ? " sum" : " avg")
-                      << " count " << count << (in_place ? " in-place" : ""));
+          INFO(m.name << " " << test::type_name(t) << (op == MPI_SUM ? " sum" : " avg") << " count "
+                      << count << (in_place ? " in-place" : ""));
           check_case(m, comm, t, op, count, in_place);
           in_place = !in_place;
         }
