@@ -4,7 +4,7 @@ import torch
 
 from . import _C, runtime
 
-ALGORITHMS = ("exact", "q8", "fp16", "sign")
+ALGORITHMS = ("exact", "q8", "fp16", "bf16", "sign")
 
 
 class HookState:

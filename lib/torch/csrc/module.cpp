@@ -85,6 +85,12 @@ std::string dtype_name(at::ScalarType type) {
     case at::kDouble: return "torch.float64";
     case at::kHalf: return "torch.float16";
     case at::kBFloat16: return "torch.bfloat16";
+    case at::kByte: return "torch.uint8";
+    case at::kChar: return "torch.int8";
+    case at::kShort: return "torch.int16";
+    case at::kInt: return "torch.int32";
+    case at::kLong: return "torch.int64";
+    case at::kBool: return "torch.bool";
     default: return std::string("torch.") + c10::toString(type);
   }
 }
@@ -113,6 +119,7 @@ constexpr AlgorithmInfo kAlgorithms[] = {
     {"exact", Algorithm::exact, "bagua_allreduce", true},
     {"q8", Algorithm::q8, "bagua_allreduce_q8", false},
     {"fp16", Algorithm::fp16, "bagua_allreduce_fp16", false},
+    {"bf16", Algorithm::bf16, "bagua_allreduce_bf16", false},
     {"sign", Algorithm::sign, "bagua_allreduce_sign", false},
 };
 
@@ -182,6 +189,8 @@ int run_allreduce(Algorithm algorithm, at::Tensor &t, MPI_Datatype datatype, MPI
     case Algorithm::q8: return bagua_allreduce_q8(MPI_IN_PLACE, data, count, datatype, op, comm);
     case Algorithm::fp16:
       return bagua_allreduce_fp16(MPI_IN_PLACE, data, count, datatype, op, comm);
+    case Algorithm::bf16:
+      return bagua_allreduce_bf16(MPI_IN_PLACE, data, count, datatype, op, comm);
     case Algorithm::sign:
       return bagua_allreduce_sign(MPI_IN_PLACE, data, count, datatype, op, comm, sign->get());
   }
