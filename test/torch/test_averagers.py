@@ -80,7 +80,7 @@ def test_low_precision():
     for _ in range(30):
         averager.average_parameters(model.parameters())
     after = spread(flat(model))
-    check(after <= 0.1 * before, f"low precision: spread {before:.3g} -> {after:.3g}")
+    check(after <= 0.01 * before, f"low precision: spread {before:.3g} -> {after:.3g}")
     check(torch.allclose(mean(flat(model)), start_mean, atol=0.01), "low precision: mean moved")
     averager.close()
 
@@ -132,7 +132,7 @@ def test_async():
     start_mean = mean(flat(model))
     averager = bagua_torch.AsyncAverager(model, interval_ms=5)
     for step in range(5):  # writes under the lock, as an optimizer step would
-        with averager.locked():
+        with averager.locked(), torch.no_grad():
             for p in model.parameters():
                 p.add_(0.01 * (step + 1))
     dist.barrier()  # every rank's writes are in; rounds from the third on start after them

@@ -11,7 +11,7 @@ import torch.distributed as dist
 
 from . import _C
 
-_owns = {"mpi": False, "process_group": False}
+_owns = {"mpi": False, "process_group": False, "exit_handler": False}
 _default_comm = []  # the communicator of plain calls with comm=None, made on first use
 _closables = weakref.WeakSet()  # objects whose close() must run before MPI_Finalize
 
@@ -37,9 +37,12 @@ def init(backend=None, timeout=datetime.timedelta(minutes=30)):
 
 
 def ensure_mpi():
-    """Initialises MPI if nobody has, and registers shutdown() to run at exit."""
+    """Initialises MPI if nobody has, and registers shutdown() to run at exit (before mpi4py's
+    MPI_Finalize, if mpi4py initialised MPI)."""
     if _C.mpi_init():
         _owns["mpi"] = True
+    if not _owns["exit_handler"]:
+        _owns["exit_handler"] = True
         atexit.register(shutdown)
 
 
