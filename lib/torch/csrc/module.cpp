@@ -375,7 +375,8 @@ class AsyncAverage {
     return rounds;
   }
   void close() {
-    if (handle_ != nullptr) check_status(bagua_async_average_destroy(&handle_), "bagua_async_average_destroy");
+    if (handle_ != nullptr)
+      check_status(bagua_async_average_destroy(&handle_), "bagua_async_average_destroy");
   }
 
  private:
@@ -533,9 +534,11 @@ void define_states(py::module_ &m) {
 void define_calls(py::module_ &m) {
   m.def("mpi_init", &mpi_init,
         "Initialises MPI (MPI_THREAD_MULTIPLE) unless it is; True if this call did.");
-  m.def("mpi_finalize", [] { check_mpi(MPI_Finalize(), "MPI_Finalize"); },
-        py::call_guard<py::gil_scoped_release>());
-  m.def("mpi_abort", [](int code) { MPI_Abort(MPI_COMM_WORLD, code); }, py::arg("code"));
+  m.def(
+      "mpi_finalize", [] { check_mpi(MPI_Finalize(), "MPI_Finalize"); },
+      py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "mpi_abort", [](int code) { MPI_Abort(MPI_COMM_WORLD, code); }, py::arg("code"));
   m.def("mpi_thread_level", &mpi_thread_level);
   m.attr("MPI_THREAD_MULTIPLE") = static_cast<int>(MPI_THREAD_MULTIPLE);
   m.def("broadcast_bytes", &broadcast_bytes, py::arg("comm"), py::arg("data"), py::arg("root"));

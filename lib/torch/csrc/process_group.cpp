@@ -4,9 +4,8 @@
 // collectives with "does not support". c10d calls these without the GIL, so
 // nothing here touches Python; each call runs to completion on the caller's
 // thread and returns a completed Work.
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-
 #include <climits>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include "common.hpp"
 
@@ -179,10 +178,10 @@ class BaguaProcessGroup : public c10d::ProcessGroup {
                                                  const c10d::AllgatherOptions &) override {
     check_tensor(input, "_allgather_base");
     check_tensor(output, "_allgather_base");
-    TORCH_CHECK(output.numel() == getSize() * input.numel() &&
-                    output.scalar_type() == input.scalar_type(),
-                "bagua backend: _allgather_base needs an output of ", getSize(),
-                " times the input's elements, same dtype");
+    TORCH_CHECK(
+        output.numel() == getSize() * input.numel() && output.scalar_type() == input.scalar_type(),
+        "bagua backend: _allgather_base needs an output of ", getSize(),
+        " times the input's elements, same dtype");
     gather_into(output, input);
     return completed({output});
   }
@@ -208,10 +207,10 @@ class BaguaProcessGroup : public c10d::ProcessGroup {
       at::Tensor &output, at::Tensor &input, const c10d::ReduceScatterOptions &opts) override {
     check_tensor(input, "_reduce_scatter_base");
     check_tensor(output, "_reduce_scatter_base");
-    TORCH_CHECK(input.numel() == getSize() * output.numel() &&
-                    output.scalar_type() == input.scalar_type(),
-                "bagua backend: _reduce_scatter_base needs an input of ", getSize(),
-                " times the output's elements, same dtype");
+    TORCH_CHECK(
+        input.numel() == getSize() * output.numel() && output.scalar_type() == input.scalar_type(),
+        "bagua backend: _reduce_scatter_base needs an input of ", getSize(),
+        " times the output's elements, same dtype");
     scatter_reduced(output, input, opts.reduceOp);
     return completed({output});
   }

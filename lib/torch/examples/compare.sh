@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Trains the Fashion-MNIST MLP of train_fashion_mnist.py with DDP on 4 local ranks once per
+# communication: plain DDP with gloo, each bagua hook, and the c10d backend "bagua"; then
+# prints a table (final test accuracy, seconds per epoch, milliseconds per step).
+#   lib/torch/examples/compare.sh [builddir] [train_fashion_mnist.py options, e.g. --epochs 5]
+# PYTHON names the interpreter (default /usr/bin/python3, the one Debian's torch is for).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../../.." && pwd)
+builddir=${1:-build}
+shift || true
+export PYTHONPATH="$root/$builddir/lib/torch${PYTHONPATH:+:$PYTHONPATH}"
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+python=${PYTHON:-/usr/bin/python3}
+
+results=()
+for algorithm in gloo exact q8 fp16 bf16 sign backend; do
+  log=$(mktemp)
+  mpirun --oversubscribe -np 4 "$python" "$root/lib/torch/examples/train_fashion_mnist.py" \
+    --algorithm "$algorithm" "$@" 2>&1 | grep -v "No CUDA runtime" | tee "$log"
+  results+=("$(grep '^RESULT' "$log")")
+  rm -f "$log"
+done
+
+echo
+# A field of a line "RESULT algorithm=.. accuracy=.. epoch_s=.. step_ms=.. parameters=..".
+field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
+printf '%-10s %10s %9s %9s\n' algorithm accuracy s/epoch ms/step
+for line in "${results[@]}"; do
+  printf '%-10s %9s%% %9s %9s\n' "$(field "$line" algorithm)" "$(field "$line" accuracy)" \
+    "$(field "$line" epoch_s)" "$(field "$line" step_ms)"
+done
