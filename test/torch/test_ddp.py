@@ -185,6 +185,7 @@ def test_backend_runs_ddp(bagua_group):
     check(close(unused, unused_reference, 1e-5), "bagua backend, find_unused_parameters: off gloo")
     q8_group = dist.new_group(backend="bagua", pg_options=bagua_torch.ProcessGroupOptions("q8"))
     q8 = train(ddp(Net(), group=q8_group))
+    check(q8_group.algorithm == "q8", f"bagua backend: pg_options gave {q8_group.algorithm}")
     check(same_on_every_rank(q8) and close(q8, reference, TOLERANCE["q8"]),
           "bagua backend with q8: differs across ranks or off gloo")
 

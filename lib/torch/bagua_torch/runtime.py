@@ -13,7 +13,9 @@ from . import _C
 
 _owns = {"mpi": False, "process_group": False, "exit_handler": False}
 _default_comm = []  # the communicator of plain calls with comm=None, made on first use
-_closables = weakref.WeakSet()  # objects whose close() must run before MPI_Finalize
+# Weak references to the objects whose close() must run before MPI_Finalize, in creation
+# order: creation is collective, so every rank closes them in the same order.
+_closables = []
 
 
 def init(backend=None, timeout=datetime.timedelta(minutes=30)):
@@ -49,8 +51,11 @@ def ensure_mpi():
 def shutdown():
     """Closes hook workers and averagers, destroys the process group and finalises MPI, each
     only if bagua_torch made it. Runs at exit; calling it earlier is allowed (once)."""
-    for closable in list(_closables):
-        closable.close()
+    for reference in _closables:
+        closable = reference()
+        if closable is not None:
+            closable.close()
+    _closables.clear()
     if _owns["process_group"] and dist.is_initialized():
         dist.destroy_process_group()
         _owns["process_group"] = False
@@ -110,4 +115,4 @@ def private_comm(comm=None):
 
 def close_at_exit(closable):
     """Has shutdown() call closable.close() before MPI_Finalize (if it is still alive)."""
-    _closables.add(closable)
+    _closables.append(weakref.ref(closable))

@@ -501,7 +501,6 @@ void define_comm(py::module_ &m) {
            "The listed ranks, in that order (collective over them; owned).")
       .def_property_readonly("rank", &Comm::rank)
       .def_property_readonly("size", &Comm::size)
-      .def_property_readonly("fortran", [](const Comm &c) { return MPI_Comm_c2f(c.get()); })
       .def("free", &Comm::free);
 }
 
@@ -539,8 +538,6 @@ void define_calls(py::module_ &m) {
       py::call_guard<py::gil_scoped_release>());
   m.def(
       "mpi_abort", [](int code) { MPI_Abort(MPI_COMM_WORLD, code); }, py::arg("code"));
-  m.def("mpi_thread_level", &mpi_thread_level);
-  m.attr("MPI_THREAD_MULTIPLE") = static_cast<int>(MPI_THREAD_MULTIPLE);
   m.def("broadcast_bytes", &broadcast_bytes, py::arg("comm"), py::arg("data"), py::arg("root"));
   m.def("allreduce_", &allreduce, py::arg("tensor"), py::arg("algorithm"), py::arg("average"),
         py::arg("comm"), py::arg("sign_state"));
@@ -550,7 +547,6 @@ void define_calls(py::module_ &m) {
   m.def("partial_average_", &partial_average, py::arg("tensor"), py::arg("group_size"),
         py::arg("comm"));
   m.def("partial_leave", &partial_leave, py::arg("comm"));
-  m.def("error_string", [](int code) { return std::string(bagua_error_string(code)); });
   m.def("version", [] { return std::string(bagua_version_string()); });
 }
 
