@@ -5,7 +5,6 @@ running at exit, where bagua_torch must stop it cleanly (the run then exits with
 Deterministic: no check depends on timing (the asynchronous part waits for rounds, bounded by
 a generous deadline, and stops the averager before it compares). A failed check is recorded and
 the ranks carry on in step; the exit status is 1 if any rank failed one."""
-import sys
 import time
 
 import torch
@@ -14,15 +13,9 @@ import torch.nn as nn
 from torch.distributed.optim import PostLocalSGDOptimizer
 
 import bagua_torch
+from checks import check, finish, raises
 
 RANK, SIZE = bagua_torch.init()
-failures = []
-
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
-        print(f"rank {RANK}: FAILED: {what}", flush=True)
 
 
 def replica(dtype=torch.float32):
@@ -149,29 +142,17 @@ def test_async():
 
 
 def test_bad_input():
-    check(raise_value_error(lambda: bagua_torch.DecentralizedAverager("star")),
+    check(raises(ValueError, lambda: bagua_torch.DecentralizedAverager("star")),
           "decentralized: unknown mode accepted")
-    check(raise_value_error(lambda: bagua_torch.DecentralizedAverager(period=0)),
+    check(raises(ValueError, lambda: bagua_torch.DecentralizedAverager(period=0)),
           "decentralized: period 0 accepted")
-
-
-def raise_value_error(call):
-    try:
-        call()
-    except ValueError:
-        return True
-    return False
 
 
 def main():
     for test in (test_decentralized, test_low_precision, test_post_local_sgd, test_partial,
                  test_bad_input, test_async):
         test()
-    failed = torch.tensor([len(failures)])
-    dist.all_reduce(failed)
-    if RANK == 0:
-        print(f"test_averagers at {SIZE} ranks: {failed.item()} failed checks", flush=True)
-    sys.exit(1 if failures else 0)
+    finish("test_averagers")
 
 
 main()

@@ -5,7 +5,6 @@ backend "bagua" against gloo, plain tensor calls and bad input.
 Deterministic: every rank trains on its own fixed batches, so DDP's averaged gradients are
 the same on every run; checks compare parameters, never times. A failed check is recorded and
 the ranks carry on in step; the exit status is 1 if any rank failed one."""
-import sys
 
 import torch
 import torch.distributed as dist
@@ -14,6 +13,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import bagua_torch
+from checks import check, finish, raises
 
 RANK, SIZE = bagua_torch.init()  # gloo is the default group: the reference
 STEPS = 6
@@ -21,22 +21,7 @@ STEPS = 6
 # model has several and bucket order and DDP's rebuild of its buckets matter.
 BUCKET_MB = 0.005
 dist._DEFAULT_FIRST_BUCKET_BYTES = 5000
-failures = []
 
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
-        print(f"rank {RANK}: FAILED: {what}", flush=True)
-
-
-def raises(kind, call, text=""):
-    """True if call() raises `kind` with `text` in its message."""
-    try:
-        call()
-    except kind as e:
-        return text in str(e)
-    return False
 
 
 class Net(nn.Module):
@@ -284,11 +269,7 @@ def main():
                  lambda: test_bf16_parameters(bagua_group), lambda: test_backend_runs_ddp(bagua_group),
                  lambda: test_backend_collectives(bagua_group), test_plain_calls, test_bad_input):
         test()
-    failed = torch.tensor([len(failures)])
-    dist.all_reduce(failed)
-    if RANK == 0:
-        print(f"test_ddp at {SIZE} ranks: {failed.item()} failed checks", flush=True)
-    sys.exit(1 if failures else 0)
+    finish("test_ddp")
 
 
 main()

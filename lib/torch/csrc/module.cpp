@@ -314,6 +314,18 @@ void partial_leave(const Comm &comm) {
   check_status(bagua_partial_leave(comm.get()), "bagua_partial_leave");
 }
 
+// Runs `work` with the GIL released if this thread holds it (a destructor may
+// run with or without it), so a background thread waiting for the GIL can finish.
+template <typename Work>
+void without_gil(Work work) {
+  if (PyGILState_Check()) {
+    py::gil_scoped_release nogil;
+    work();
+  } else {
+    work();
+  }
+}
+
 // bagua_lowprec_* state of one buffer: the count and dtype stay fixed.
 class LowPrecisionState {
  public:
@@ -356,13 +368,7 @@ class AsyncAverage {
                  "bagua_async_average_create");
   }
   ~AsyncAverage() {
-    if (handle_ == nullptr) return;
-    if (PyGILState_Check()) {
-      py::gil_scoped_release nogil;
-      bagua_async_average_destroy(&handle_);
-    } else {
-      bagua_async_average_destroy(&handle_);
-    }
+    if (handle_ != nullptr) without_gil([this] { bagua_async_average_destroy(&handle_); });
   }
 
   void lock() { check_status(bagua_async_average_lock(live()), "bagua_async_average_lock"); }
@@ -404,13 +410,7 @@ class HookRunner {
     worker_ = std::thread([this] { run(); });
   }
   ~HookRunner() {
-    if (!worker_.joinable()) return;
-    if (PyGILState_Check()) {
-      py::gil_scoped_release nogil;
-      stop();
-    } else {
-      stop();
-    }
+    if (worker_.joinable()) without_gil([this] { stop(); });
   }
 
   // Called with the GIL, from the hook.
