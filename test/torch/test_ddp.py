@@ -197,6 +197,16 @@ def test_backend_collectives(bagua_group):
     dist.reduce_scatter(output, inputs, group=bagua_group)
     expected = float(sum(rank * 10 + RANK for rank in range(SIZE)))
     check(torch.equal(output, torch.full((4,), expected)), f"backend reduce_scatter: {output}")
+    flat_output = torch.empty(2 * SIZE, dtype=torch.float16)
+    dist._all_gather_base(flat_output, torch.full((2,), float(RANK), dtype=torch.float16),
+                          group=bagua_group)
+    check(torch.equal(flat_output, torch.arange(SIZE).repeat_interleave(2).half()),
+          f"backend _all_gather_base: {flat_output}")
+    average = torch.empty(3)
+    dist._reduce_scatter_base(average, torch.arange(3.0 * SIZE) * (RANK + 1),
+                              op=dist.ReduceOp.AVG, group=bagua_group)
+    expected = (torch.arange(3.0) + 3 * RANK) * (SIZE + 1) / 2
+    check(torch.allclose(average, expected), f"backend _reduce_scatter_base AVG: {average}")
     dist.barrier(group=bagua_group)
     check(raises(RuntimeError, lambda: dist.all_to_all([torch.ones(1)] * SIZE,
                                                        [torch.ones(1)] * SIZE, group=bagua_group),

@@ -28,6 +28,7 @@ while [[ $# -gt 0 ]]; do
 done
 export PYTHONPATH="$root/$builddir/lib/torch${PYTHONPATH:+:$PYTHONPATH}"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1}  # ob1 over shared memory or TCP, as the tests
 python=${PYTHON:-/usr/bin/python3}
 
 results=()
