@@ -48,6 +48,16 @@ def mean(vector):
     return gather(vector).mean(0)
 
 
+def test_first_call():
+    """bagua_decentralized_average as the process's first bagua call, before anything made
+    bagua's MPI handles (BAGUA_AVG): must work like any other."""
+    try:
+        value = bagua_torch.decentralized_average_(torch.full((4,), float(RANK)), mode="all")
+        check(torch.equal(value, torch.full((4,), (SIZE - 1) / 2)), "first call: wrong average")
+    except bagua_torch.BaguaError as e:
+        check(False, f"decentralized_average_ as the first bagua call: {e}")
+
+
 def test_decentralized():
     for mode in ("all", "shift_one", "ring"):
         for dtype in (torch.float32, torch.bfloat16):
@@ -149,7 +159,7 @@ def test_bad_input():
 
 
 def main():
-    for test in (test_decentralized, test_low_precision, test_post_local_sgd, test_partial,
+    for test in (test_first_call, test_decentralized, test_low_precision, test_post_local_sgd, test_partial,
                  test_bad_input, test_async):
         test()
     finish("test_averagers")
