@@ -119,6 +119,19 @@ def test_bucket_order():
           f"bucket order: submitted {submitted}, completed {completed}")
 
 
+def test_subgroups():
+    """DDP on a subgroup (pairs of ranks): the hook's communicator takes the group's ranks."""
+    if SIZE < 4:
+        return
+    pairs = [dist.new_group([r, r + 1]) for r in range(0, SIZE - 1, 2)]
+    pair = pairs[RANK // 2] if RANK // 2 < len(pairs) else None
+    if pair is None:  # the odd rank out
+        return
+    reference = train(ddp(Net(), group=pair))
+    result = train(ddp(Net(), "exact", group=pair))
+    check(close(result, reference, TOLERANCE["exact"]), "subgroup DDP, exact hook: off gloo")
+
+
 def test_ddp_features():
     for name, make, options, accumulate in [
         ("no_sync", Net, {}, 3),
@@ -275,7 +288,7 @@ def test_bad_input():
 
 def main():
     bagua_group = dist.new_group(backend="bagua")
-    for test in (test_hooks_against_gloo, test_bucket_order, test_ddp_features, test_frozen_layer,
+    for test in (test_hooks_against_gloo, test_bucket_order, test_subgroups, test_ddp_features, test_frozen_layer,
                  lambda: test_bf16_parameters(bagua_group), lambda: test_backend_runs_ddp(bagua_group),
                  lambda: test_backend_collectives(bagua_group), test_plain_calls, test_bad_input):
         test()

@@ -1,6 +1,7 @@
 """DDP communication hooks: DDP keeps bucketing, overlap, no_sync and unused-parameter handling;
 bagua replaces the allreduce of each bucket."""
 import torch
+import torch.distributed as dist
 
 from . import _C, runtime
 
@@ -49,12 +50,23 @@ def allreduce_hook(state, bucket):
 
 def register(ddp, algorithm="exact", comm=None):
     """Registers allreduce_hook with a new HookState(algorithm, comm) on `ddp` (a
-    DistributedDataParallel); returns the state."""
+    DistributedDataParallel); returns the state. comm=None: the ranks of DDP's process group
+    (torch's ranks are MPI's, as bagua_torch.init() makes them)."""
     if not isinstance(ddp, torch.nn.parallel.DistributedDataParallel):
         raise TypeError(f"expected a DistributedDataParallel, not {type(ddp).__name__}")
+    if comm is None:
+        comm = _group_comm(dist.get_process_group_ranks(ddp.process_group))
     state = HookState(algorithm, comm)
     if state.comm.size != ddp.process_group.size():
         raise ValueError(f"the communicator has {state.comm.size} ranks, the DDP process group "
                          f"{ddp.process_group.size()}")
     ddp.register_comm_hook(state, allreduce_hook)
     return state
+
+
+def _group_comm(ranks):
+    """None (MPI_COMM_WORLD) for all ranks in order, else a communicator of `ranks` (collective
+    over them)."""
+    runtime.ensure_mpi()
+    world = _C.Comm.world()
+    return None if ranks == list(range(world.size)) else world.create_group(ranks)

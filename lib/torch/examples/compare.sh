@@ -41,10 +41,10 @@ for algorithm in $algorithms; do
 done
 
 echo
-# A field of a line "RESULT algorithm=.. accuracy=.. epoch_s=.. step_ms=.. parameters=..".
+# A field of a line "RESULT algorithm=.. accuracy=.. epoch_s=.. step_ms=.. time_to_85=..".
 field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
-printf '%-10s %10s %9s %9s\n' algorithm accuracy s/epoch ms/step
+printf '%-10s %10s %9s %9s %16s\n' algorithm accuracy s/epoch ms/step "s to target"
 for line in "${results[@]}"; do
-  printf '%-10s %9s%% %9s %9s\n' "$(field "$line" algorithm)" "$(field "$line" accuracy)" \
-    "$(field "$line" epoch_s)" "$(field "$line" step_ms)"
+  printf '%-10s %9s%% %9s %9s %16s\n' "$(field "$line" algorithm)" "$(field "$line" accuracy)" \
+    "$(field "$line" epoch_s)" "$(field "$line" step_ms)" "$(field "$line" 'time_to_[0-9.]*')"
 done
