@@ -247,6 +247,19 @@ def test_plain_calls():
     check(torch.equal(total, torch.full((7,), float(SIZE), dtype=torch.float64)), "allreduce_ sum")
     value = bagua_torch.broadcast_(torch.full((3,), RANK, dtype=torch.int32), root=0)
     check(torch.equal(value, torch.zeros(3, dtype=torch.int32)), "broadcast_")
+    test_mpi4py_communicators()
+
+
+def test_mpi4py_communicators():
+    """mpi4py communicators cross as Fortran handles (python3-mpi4py; skipped without it)."""
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        return
+    halves = MPI.COMM_WORLD.Split(RANK % 2, RANK)
+    total = bagua_torch.allreduce_(torch.ones(5), "q8", average=False, comm=halves)
+    check(torch.equal(total, torch.full((5,), float(halves.Get_size()))), "allreduce_ on mpi4py comm")
+    halves.Free()
 
 
 def test_bad_input():
