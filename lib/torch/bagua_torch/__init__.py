@@ -2,8 +2,7 @@
 
 Three ways in: DDP communication hooks (register(ddp, "q8")), the c10d backend "bagua"
 (init_process_group("bagua")), and model averagers / plain tensor calls for custom loops."""
-import torch
-import torch.distributed  # registers c10d's types, which bagua_torch._C builds on
+import torch  # noqa: F401 (loads libtorch the usual way before bagua_torch._C links to it)
 
 from . import _C, backend
 from ._C import BaguaError
