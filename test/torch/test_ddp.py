@@ -78,7 +78,7 @@ def same_on_every_rank(vector):
 def ddp(module, algorithm=None, group=None, **options):
     model = DDP(module, process_group=group, bucket_cap_mb=BUCKET_MB, **options)
     if algorithm is not None:
-        bagua_torch.register(model, algorithm)
+        model.bagua_state = bagua_torch.register(model, algorithm)
     return model
 
 
@@ -94,12 +94,19 @@ TOLERANCE = {"exact": 1e-6, "q8": 0.01, "fp16": 2e-4, "bf16": 2e-3, "sign": 0.25
 def test_hooks_against_gloo():
     reference = train(ddp(Net()))
     initial = flat(Net())
+    bytes_sent = {}
     for algorithm in bagua_torch.ALGORITHMS:
-        result = train(ddp(Net(), algorithm))
+        model = ddp(Net(), algorithm)
+        result = train(model)
+        bytes_sent[algorithm] = model.bagua_state.bytes_sent
         check(same_on_every_rank(result), f"{algorithm} hook: parameters differ across ranks")
         check(close(result, reference, TOLERANCE[algorithm]),
               f"{algorithm} hook: off gloo by {(result - reference).abs().max():.3g}")
         check(not torch.equal(result, initial), f"{algorithm} hook: parameters did not move")
+    # Bytes on the wire: about 1 (q8), 2 (fp16, bf16) and 1/8 (sign) per 4 of exact's.
+    check(0 < bytes_sent["sign"] < bytes_sent["q8"] / 4 < bytes_sent["fp16"] / 6
+          and bytes_sent["fp16"] == bytes_sent["bf16"] < bytes_sent["exact"] / 1.5,
+          f"bytes sent: {bytes_sent}")
 
 
 def test_bucket_order():

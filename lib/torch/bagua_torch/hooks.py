@@ -38,6 +38,11 @@ class HookState:
             self._sign_states[bucket.index()] = known
         return known[1]
 
+    @property
+    def bytes_sent(self):
+        """Bytes this rank has sent for the buckets so far (bagua_allreduce_bytes of each)."""
+        return self._runner.bytes_sent
+
     def close(self):
         """Finishes the queued buckets and stops the worker (also done at exit)."""
         self._runner.stop()

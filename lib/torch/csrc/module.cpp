@@ -4,6 +4,7 @@
 #include <pybind11/chrono.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <climits>
 #include <condition_variable>
 #include <deque>
@@ -111,16 +112,17 @@ namespace {
 struct AlgorithmInfo {
   const char *name;
   Algorithm algorithm;
+  bagua_algorithm wire;  // for bagua_allreduce_bytes
   const char *call;
   bool takes_double;
 };
 
 constexpr AlgorithmInfo kAlgorithms[] = {
-    {"exact", Algorithm::exact, "bagua_allreduce", true},
-    {"q8", Algorithm::q8, "bagua_allreduce_q8", false},
-    {"fp16", Algorithm::fp16, "bagua_allreduce_fp16", false},
-    {"bf16", Algorithm::bf16, "bagua_allreduce_bf16", false},
-    {"sign", Algorithm::sign, "bagua_allreduce_sign", false},
+    {"exact", Algorithm::exact, BAGUA_ALGORITHM_EXACT, "bagua_allreduce", true},
+    {"q8", Algorithm::q8, BAGUA_ALGORITHM_Q8, "bagua_allreduce_q8", false},
+    {"fp16", Algorithm::fp16, BAGUA_ALGORITHM_FP16, "bagua_allreduce_fp16", false},
+    {"bf16", Algorithm::bf16, BAGUA_ALGORITHM_BF16, "bagua_allreduce_bf16", false},
+    {"sign", Algorithm::sign, BAGUA_ALGORITHM_SIGN, "bagua_allreduce_sign", false},
 };
 
 const AlgorithmInfo &info(Algorithm algorithm) {
@@ -424,6 +426,8 @@ class HookRunner {
     wake_.notify_one();
   }
 
+  long long bytes_sent() const { return bytes_sent_; }
+
   // Finishes the buckets already submitted, then ends the thread. Without the GIL.
   void stop() {
     {
@@ -454,8 +458,17 @@ class HookRunner {
       }
       const int rc =
           run_allreduce(algorithm_, job.tensor, job.datatype, BAGUA_AVG, mpi_comm_, job.sign.get());
+      if (rc == BAGUA_SUCCESS) count_bytes(job);
       complete(job, rc);
     }
+  }
+
+  // Adds what the bucket's allreduce sent, as bagua_allreduce_bytes reckons it.
+  void count_bytes(const Job &job) {
+    MPI_Count bytes = 0;
+    if (bagua_allreduce_bytes(info(algorithm_).wire, job.tensor.numel(), job.datatype, mpi_comm_,
+                              &bytes) == BAGUA_SUCCESS)
+      bytes_sent_ += bytes;
   }
 
   void complete(Job &job, int rc) {
@@ -480,6 +493,7 @@ class HookRunner {
   std::condition_variable wake_;
   std::deque<Job> jobs_;
   bool stopping_ = false;
+  std::atomic<long long> bytes_sent_{0};
   std::thread worker_;
 };
 
@@ -527,6 +541,7 @@ void define_states(py::module_ &m) {
            py::arg("algorithm"))
       .def("submit", &HookRunner::submit, py::arg("bucket"), py::arg("future"),
            py::arg("sign_state"))
+      .def_property_readonly("bytes_sent", &HookRunner::bytes_sent)
       .def("stop", &HookRunner::stop, py::call_guard<py::gil_scoped_release>());
 }
 

@@ -41,10 +41,13 @@ for algorithm in $algorithms; do
 done
 
 echo
-# A field of a line "RESULT algorithm=.. accuracy=.. epoch_s=.. step_ms=.. time_to_85=..".
+# A field of a line "RESULT algorithm=.. accuracy=.. epoch_s=.. step_ms=.. time_to_85=..
+# mb_per_step=.." (MB this rank sent per step: hooks only).
 field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
-printf '%-10s %10s %9s %9s %16s\n' algorithm accuracy s/epoch ms/step "s to target"
+printf '%-10s %10s %9s %9s %12s %12s\n' algorithm accuracy s/epoch ms/step "s to target" \
+  "MB/step/rank"
 for line in "${results[@]}"; do
-  printf '%-10s %9s%% %9s %9s %16s\n' "$(field "$line" algorithm)" "$(field "$line" accuracy)" \
-    "$(field "$line" epoch_s)" "$(field "$line" step_ms)" "$(field "$line" 'time_to_[0-9.]*')"
+  printf '%-10s %9s%% %9s %9s %12s %12s\n' "$(field "$line" algorithm)" \
+    "$(field "$line" accuracy)" "$(field "$line" epoch_s)" "$(field "$line" step_ms)" \
+    "$(field "$line" 'time_to_[0-9.]*')" "$(field "$line" mb_per_step)"
 done

@@ -69,8 +69,9 @@ def main():
     rank, size = bagua_torch.init(backend="gloo")
     group = dist.new_group(backend="bagua") if args.algorithm == "backend" else None
     model = nn.parallel.DistributedDataParallel(mlp(args.hidden), process_group=group)
+    hook = None
     if args.algorithm not in ("gloo", "backend"):
-        bagua_torch.register(model, args.algorithm)
+        hook = bagua_torch.register(model, args.algorithm)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     train_images, train_labels = load("train")
     test_images, test_labels = load("t10k")
@@ -105,8 +106,9 @@ def main():
         print(f"RESULT algorithm={args.algorithm} accuracy={test_accuracy:.2f} "
               f"epoch_s={sum(epoch_times) / len(epoch_times):.1f} "
               f"step_ms={1000 * sum(epoch_times) / steps:.1f} "
-              f"time_to_{args.target:g}={time_to_target or 'never'} parameters={parameters}",
-              flush=True)
+              f"time_to_{args.target:g}={time_to_target or 'never'} "
+              f"mb_per_step={f'{hook.bytes_sent / steps / 1e6:.3f}' if hook else 'n/a'} "
+              f"parameters={parameters}", flush=True)
 
 
 main()
