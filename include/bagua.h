@@ -189,6 +189,18 @@ BAGUA_API int bagua_allreduce_q8(const void *sendbuf, void *recvbuf, int count,
 BAGUA_API int bagua_allreduce_fp16(const void *sendbuf, void *recvbuf, int count,
                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 
+/**
+ * Allreduce with values sent as bfloat16 (2 bytes per element, float32's
+ * exponent range, 8 bits of mantissa): same schedule, arguments, datatypes,
+ * ops and errors as bagua_allreduce_fp16, without its prescale (bfloat16
+ * cannot overflow where float32 does not). Each element is rounded to
+ * bfloat16 at most twice (relative error about 2^-8 per rounding). Use it
+ * for bfloat16 data, which bagua_allreduce_fp16 would squeeze into float16's
+ * range. Every rank receives bit-identical results.
+ */
+BAGUA_API int bagua_allreduce_bf16(const void *sendbuf, void *recvbuf, int count,
+                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+
 /** Error-feedback state of bagua_allreduce_sign (opaque). */
 typedef struct bagua_sign_state *bagua_sign_state_t;
 

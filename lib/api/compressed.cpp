@@ -25,12 +25,12 @@ struct bagua_sign_state {
 namespace bagua {
 namespace {
 
-enum class Method { q8, fp16, sign };
+enum class Method { q8, fp16, bf16, sign };
 
 Channel channel_of(Method m) {
-  return m == Method::q8     ? Channel::allreduce_q8
-         : m == Method::fp16 ? Channel::allreduce_cast
-                             : Channel::allreduce_sign;
+  return m == Method::q8                            ? Channel::allreduce_q8
+         : (m == Method::fp16 || m == Method::bf16) ? Channel::allreduce_cast
+                                                    : Channel::allreduce_sign;
 }
 
 // Compressed calls support fewer types and ops than the exact allreduce.
@@ -67,16 +67,17 @@ Status buffers_on_device(const char *fn, Method m, const ReductionCall &call, bo
 std::unique_ptr<ChunkCodec> q8_codec(uint32_t block, bool device, void *stream) {
   return device ? make_gpu_q8_codec(block, stream) : make_q8_codec(block);
 }
-std::unique_ptr<ChunkCodec> fp16_codec(float contribution, float reduced, bool device,
-                                       void *stream) {
-  return device ? make_gpu_cast_codec(codec::CastFormat::fp16, contribution, reduced, stream)
-                : make_cast_codec(codec::CastFormat::fp16, contribution, reduced);
+std::unique_ptr<ChunkCodec> cast_codec(codec::CastFormat format, float contribution, float reduced,
+                                       bool device, void *stream) {
+  return device ? make_gpu_cast_codec(format, contribution, reduced, stream)
+                : make_cast_codec(format, contribution, reduced);
 }
 #else
 // Without CUDA every buffer is a host buffer.
 std::unique_ptr<ChunkCodec> q8_codec(uint32_t block, bool, void *) { return make_q8_codec(block); }
-std::unique_ptr<ChunkCodec> fp16_codec(float contribution, float reduced, bool, void *) {
-  return make_cast_codec(codec::CastFormat::fp16, contribution, reduced);
+std::unique_ptr<ChunkCodec> cast_codec(codec::CastFormat format, float contribution, float reduced,
+                                       bool, void *) {
+  return make_cast_codec(format, contribution, reduced);
 }
 #endif
 
@@ -91,8 +92,11 @@ std::unique_ptr<ChunkCodec> make_codec(Method m, const Options &o, int ranks, bo
       // Scaling by 1/n keeps a sum of n float16 values within float16 range;
       // an average is already in range.
       const float inv = 1.0f / float(ranks);
-      return fp16_codec(inv, average ? 1.0f : inv, device, stream);
+      return cast_codec(codec::CastFormat::fp16, inv, average ? 1.0f : inv, device, stream);
     }
+    case Method::bf16:
+      // bfloat16 has float32's range: no prescale.
+      return cast_codec(codec::CastFormat::bf16, 1.0f, 1.0f, device, stream);
     case Method::sign:
       return make_sign_codec(block, state->contribution_residual.data(),
                              state->reduced_residual.data());
@@ -182,8 +186,7 @@ Status set_stream(MPI_Comm comm, void *stream) {
   if (comm == MPI_COMM_NULL)
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "bagua_set_cuda_stream: comm is MPI_COMM_NULL");
   if (!BAGUA_HAVE_CUDA)
-    return fail(BAGUA_ERR_NOT_AVAILABLE,
-                "bagua_set_cuda_stream: bagua was built without CUDA");
+    return fail(BAGUA_ERR_NOT_AVAILABLE, "bagua_set_cuda_stream: bagua was built without CUDA");
   set_cuda_stream(comm, stream);
   return BAGUA_SUCCESS;
 }
@@ -203,6 +206,14 @@ extern "C" int bagua_allreduce_fp16(const void *sendbuf, void *recvbuf, int coun
                                     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   return bagua::guard("bagua_allreduce_fp16", [&] {
     return bagua::compressed_allreduce("bagua_allreduce_fp16", bagua::Method::fp16, sendbuf,
+                                       recvbuf, count, datatype, op, comm, nullptr);
+  });
+}
+
+extern "C" int bagua_allreduce_bf16(const void *sendbuf, void *recvbuf, int count,
+                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  return bagua::guard("bagua_allreduce_bf16", [&] {
+    return bagua::compressed_allreduce("bagua_allreduce_bf16", bagua::Method::bf16, sendbuf,
                                        recvbuf, count, datatype, op, comm, nullptr);
   });
 }

@@ -9,21 +9,9 @@
 namespace bagua {
 namespace {
 
-template <class T>
-void store(unsigned char *element, T value) {
-  std::memcpy(element, &value, sizeof value);
-}
-
 // One element of type t holding 1 (true) or 0 (false, all bytes zero).
 void set_flag(unsigned char *element, DType t, bool on) {
-  std::memset(element, 0, dtype_size(t));
-  if (!on) return;
-  switch (t) {
-    case DType::f32: return store(element, 1.0f);
-    case DType::f64: return store(element, 1.0);
-    case DType::f16: return store<uint16_t>(element, 0x3C00);   // 1.0 in binary16
-    case DType::bf16: return store<uint16_t>(element, 0x3F80);  // 1.0 in bfloat16
-  }
+  elem::visit(t, [&]<class E>(E) { elem::store_at<E>(element, 0, on ? 1 : 0); });
 }
 
 }  // namespace
