@@ -89,7 +89,7 @@ int run_aligned(Mode mode, const void *sendbuf, void *recvbuf, int count, TypeCl
     case Mode::exact: return bagua_allreduce(sendbuf, recvbuf, count, t, op, comm);
     case Mode::q8: return bagua_allreduce_q8(sendbuf, recvbuf, count, t, op, comm);
     case Mode::fp16: return bagua_allreduce_fp16(sendbuf, recvbuf, count, t, op, comm);
-    case Mode::bf16: return BAGUA_ERR_NOT_AVAILABLE;
+    case Mode::bf16: return bagua_allreduce_bf16(sendbuf, recvbuf, count, t, op, comm);
     case Mode::sign: return allreduce_sign(sendbuf, recvbuf, count, op, comm);
     case Mode::off: break;
   }
@@ -160,8 +160,6 @@ int run_nonblocking_staged(Mode mode, const void *sendbuf, void *recvbuf, int co
 }
 
 }  // namespace
-
-bool mode_available(Mode mode) { return mode != Mode::bf16; }
 
 const char *bagua_function(Mode mode, CallKind call) {
   if (call == CallKind::nonblocking)

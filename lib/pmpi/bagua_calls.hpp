@@ -7,10 +7,6 @@
 
 namespace bagua::pmpi {
 
-// Whether this build of bagua has the mode's function (bf16 needs
-// bagua_allreduce_bf16).
-bool mode_available(Mode mode);
-
 // "bagua_allreduce_q8", "bagua_iallreduce", ...: the function a routed call uses.
 const char *bagua_function(Mode mode, CallKind call);
 

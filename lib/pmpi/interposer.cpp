@@ -91,10 +91,6 @@ void start(bool collective_on_world) {
     Runtime &rt = runtime();
     PMPI_Comm_rank(MPI_COMM_WORLD, &rt.world_rank);
     if (!rt.settings_ok) abort_job(rt.settings_error);
-    if (!mode_available(rt.policy.mode))
-      abort_job(std::string("BAGUA_PMPI=") + mode_name(rt.policy.mode) + " needs " +
-                bagua_function(rt.policy.mode, CallKind::blocking) +
-                ", which this build of bagua lacks");
     int provided = MPI_THREAD_SINGLE;
     PMPI_Query_thread(&provided);
     rt.policy.nonblocking = rt.settings.iallreduce && provided == MPI_THREAD_MULTIPLE;
