@@ -73,9 +73,12 @@ int sign_state_for(MPI_Comm comm, int count, void *recvbuf, bagua_sign_state_t *
   return status;
 }
 
-int allreduce_sign(const void *sendbuf, void *recvbuf, int count, MPI_Op op, MPI_Comm comm) {
+// `program_recvbuf` names the state: the program's buffer, also when the call
+// runs on a staged copy.
+int allreduce_sign(const void *sendbuf, void *recvbuf, int count, MPI_Op op, MPI_Comm comm,
+                   void *program_recvbuf) {
   bagua_sign_state_t state = nullptr;
-  const int status = sign_state_for(comm, count, recvbuf, &state);
+  const int status = sign_state_for(comm, count, program_recvbuf, &state);
   if (status != BAGUA_SUCCESS) return status;
   return bagua_allreduce_sign(sendbuf, recvbuf, count, MPI_FLOAT, op, comm, state);
 }
@@ -83,14 +86,14 @@ int allreduce_sign(const void *sendbuf, void *recvbuf, int count, MPI_Op op, MPI
 // ---------------------------------------------------------------------------
 
 int run_aligned(Mode mode, const void *sendbuf, void *recvbuf, int count, TypeClass type, MPI_Op op,
-                MPI_Comm comm) {
+                MPI_Comm comm, void *program_recvbuf) {
   const MPI_Datatype t = bagua_type(type);
   switch (mode) {
     case Mode::exact: return bagua_allreduce(sendbuf, recvbuf, count, t, op, comm);
     case Mode::q8: return bagua_allreduce_q8(sendbuf, recvbuf, count, t, op, comm);
     case Mode::fp16: return bagua_allreduce_fp16(sendbuf, recvbuf, count, t, op, comm);
     case Mode::bf16: return bagua_allreduce_bf16(sendbuf, recvbuf, count, t, op, comm);
-    case Mode::sign: return allreduce_sign(sendbuf, recvbuf, count, op, comm);
+    case Mode::sign: return allreduce_sign(sendbuf, recvbuf, count, op, comm, program_recvbuf);
     case Mode::off: break;
   }
   return BAGUA_ERR_INTERNAL;
@@ -178,9 +181,9 @@ const char *bagua_function(Mode mode, CallKind call) {
 int run_blocking(Mode mode, const void *sendbuf, void *recvbuf, int count, TypeClass type,
                  MPI_Op op, MPI_Comm comm) {
   if (!needs_staging(sendbuf, recvbuf, type))
-    return run_aligned(mode, sendbuf, recvbuf, count, type, op, comm);
+    return run_aligned(mode, sendbuf, recvbuf, count, type, op, comm, recvbuf);
   std::vector<double> staged = staged_input(sendbuf, recvbuf, count, type);
-  const int status = run_aligned(mode, MPI_IN_PLACE, staged.data(), count, type, op, comm);
+  const int status = run_aligned(mode, MPI_IN_PLACE, staged.data(), count, type, op, comm, recvbuf);
   if (status == BAGUA_SUCCESS) unstage(staged, recvbuf, count, type);
   return status;
 }

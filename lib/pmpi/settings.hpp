@@ -10,7 +10,7 @@
 namespace bagua::pmpi {
 
 // Defaults of the variables (doc/pmpi.md says how MIN_COUNT was measured).
-inline constexpr int64_t kDefaultMinCount = 4096;
+inline constexpr int64_t kDefaultMinCount = 16384;
 
 struct Settings {
   Mode mode = Mode::off;                 // BAGUA_PMPI

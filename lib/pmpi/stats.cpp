@@ -9,6 +9,8 @@ std::string format_bytes(uint64_t bytes) {
   char text[32];
   if (bytes >= (1u << 20))
     std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  else if (bytes >= (1u << 10))
+    std::snprintf(text, sizeof text, "%.1f KiB", static_cast<double>(bytes) / (1 << 10));
   else
     std::snprintf(text, sizeof text, "%llu B", static_cast<unsigned long long>(bytes));
   return text;

@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 
+#include "base/env.hpp"
 #include "route.hpp"
 #include "settings.hpp"
 #include "stats.hpp"
@@ -126,4 +127,17 @@ TEST_CASE("the summary counts routed and passed calls", "[pmpi]") {
   CHECK(line ==
         "bagua-pmpi: rank 3: mode q8, min count 4096: routed 1 calls (4.0 MiB, 0.500 s); "
         "passed 2 calls (48 B, 0.000 s: small 1, type 1); bagua's own calls 1");
+}
+
+TEST_CASE("bagua-info's table lists the interposer's variables with its defaults", "[pmpi]") {
+  const Settings defaults;
+  const std::map<std::string, std::string> expected = {
+      {"BAGUA_PMPI", mode_name(defaults.mode)},
+      {"BAGUA_PMPI_MIN_COUNT", std::to_string(defaults.min_count)},
+      {"BAGUA_PMPI_IALLREDUCE", defaults.iallreduce ? "1" : "0"},
+      {"BAGUA_PMPI_VERBOSE", defaults.verbose ? "1" : "0"}};
+  std::map<std::string, std::string> listed;
+  for (const bagua::EnvVar &v : bagua::env_vars())
+    if (std::string(v.name).starts_with("BAGUA_PMPI")) listed[v.name] = v.default_value;
+  CHECK(listed == expected);
 }
