@@ -181,12 +181,13 @@ void apply_average_delta(void *w, const void *reduced, const void *temp, size_t 
   });
 }
 
-Status lowprec_init(AlgoContext &ctx, const void *x, size_t count, DType t, LowprecReplicas *r) {
+Status lowprec_init(AlgoContext &ctx, const void *x, size_t count, DType t, uint32_t block,
+                    LowprecReplicas *r) {
   const int n = ctx.transport.size(), rank = ctx.transport.rank();
   r->self.resize(count);
   r->left.resize(count);
   r->right.resize(count);
-  const size_t encoded = codec::q8_encoded_bytes(count, codec::kDefaultQ8Block);
+  const size_t encoded = codec::q8_encoded_bytes(count, block);
   r->encoded_self.resize(encoded);
   r->encoded_left.resize(encoded);
   r->encoded_right.resize(encoded);
@@ -204,7 +205,8 @@ Status lowprec_init(AlgoContext &ctx, const void *x, size_t count, DType t, Lowp
   return BAGUA_SUCCESS;
 }
 
-Status lowprec_step(AlgoContext &ctx, void *x, size_t count, DType t, LowprecReplicas *r) {
+Status lowprec_step(AlgoContext &ctx, void *x, size_t count, DType t, uint32_t block,
+                    LowprecReplicas *r) {
   const int n = ctx.transport.size(), rank = ctx.transport.rank();
   if (n == 1) return BAGUA_SUCCESS;
   const std::vector<int> neighbours = ring_neighbours(rank, n);
@@ -220,7 +222,6 @@ Status lowprec_step(AlgoContext &ctx, void *x, size_t count, DType t, LowprecRep
     diff[i] = (diff[i] - w) + mixing * share;
   }
   // 2. Q = encode(diff), sent to both neighbours; Q_L, Q_R received.
-  const uint32_t block = codec::kDefaultQ8Block;
   if (codec::q8_encode(diff, DType::f32, count, block, r->encoded_self.data()) !=
       codec::CodecStatus::ok)
     return fail(BAGUA_ERR_INTERNAL, "low-precision step: q8_encode refused its input");

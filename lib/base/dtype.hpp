@@ -1,5 +1,6 @@
-// Element types (kernels/dtype.h, shared with the codecs) and reduction
-// operations, independent of MPI handles.
+// The vocabulary every layer shares, independent of MPI handles: element
+// types (kernels/dtype.h, shared with the codecs), reduction operations, wire
+// formats and memory types.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +11,13 @@
 namespace bagua {
 
 enum class ReduceOp : uint8_t { sum, max, min, avg };
+
+// What crosses the wire: exact elements, or one of the codecs.
+enum class Wire : uint8_t { exact, q8, fp16, bf16, sign };
+constexpr int kWires = 5;
+
+// Where a buffer lives.
+enum class Memory : uint8_t { host, cuda };
 
 const char *dtype_name(DType t);
 const char *op_name(ReduceOp op);

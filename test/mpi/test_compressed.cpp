@@ -242,8 +242,7 @@ TEST_CASE("sign state misuse is reported", "[compressed][errors]") {
                      "MPI_COMM_NULL");
   test::expect_error(bagua_sign_state_create(8, MPI_COMM_WORLD, nullptr),
                      BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
-  test::expect_error(bagua_sign_state_destroy(nullptr), BAGUA_ERR_INVALID_ARGUMENT,
-                     "state is NULL");
+  CHECK(bagua_sign_state_destroy(nullptr) == BAGUA_SUCCESS);
   test::expect_error(bagua_allreduce_sign(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, nullptr),
                      BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
   REQUIRE(bagua_sign_state_create(8, MPI_COMM_WORLD, &state) == BAGUA_SUCCESS);
