@@ -70,9 +70,12 @@ int main(int argc, char **argv) {
   const char *counts = "4194304";
   int iters = 10, warmup = 2, opt;
   while ((opt = getopt(argc, argv, "c:i:w:")) != -1) {
-    if (opt == 'c') counts = optarg;
-    else if (opt == 'i') iters = atoi(optarg);
-    else if (opt == 'w') warmup = atoi(optarg);
+    if (opt == 'c')
+      counts = optarg;
+    else if (opt == 'i')
+      iters = atoi(optarg);
+    else if (opt == 'w')
+      warmup = atoi(optarg);
     else {
       fprintf(stderr, "usage: pmpi_bench [-c COUNT[,COUNT...]] [-i ITERS] [-w WARMUP]\n");
       return 2;
