@@ -45,8 +45,10 @@ static int comm_routable(MPI_Comm comm) {
   return size > 1;
 }
 
-static int is_float32(MPI_Datatype t) { return t == MPI_FLOAT || t == MPI_REAL; }
-static int is_float64(MPI_Datatype t) { return t == MPI_DOUBLE || t == MPI_DOUBLE_PRECISION; }
+static int is_float32(MPI_Datatype t) { return t == MPI_FLOAT || t == MPI_REAL || t == MPI_REAL4; }
+static int is_float64(MPI_Datatype t) {
+  return t == MPI_DOUBLE || t == MPI_DOUBLE_PRECISION || t == MPI_REAL8;
+}
 
 /* The routing rule of doc/pmpi.md, written out independently of the library. */
 static int should_route(MPI_Datatype t, MPI_Op op, int count, MPI_Comm comm, int nonblocking) {
@@ -66,18 +68,89 @@ static int type_size(MPI_Datatype t) {
 static double input_value(int rank, int i) { return (double)((i * 7 + rank * 13) % 31) - 15.0; }
 enum { INPUT_RANGE = 30, INPUT_ABS_MAX = 15 };
 
-static void fill(void *buf, MPI_Datatype t, int count, int rank) {
-  for (int i = 0; i < count; ++i) {
-    const double v = input_value(rank, i);
-    if (is_float32(t))
-      ((float *)buf)[i] = (float)v;
-    else if (is_float64(t))
-      ((double *)buf)[i] = v;
-    else if (t == MPI_INT)
-      ((int *)buf)[i] = (int)v;
-    else
-      ((float *)buf)[i] = (float)(v * 0.5); /* derived types of floats */
+/* What an element of a predefined datatype holds, for filling buffers. */
+enum kind {
+  K_INT, /* C integers and MPI_BYTE: a small value in the lowest byte */
+  K_BOOL,
+  K_FLOAT,
+  K_DOUBLE,
+  K_LONG_DOUBLE,
+  K_FLOAT_COMPLEX,
+  K_DOUBLE_COMPLEX,
+  K_FLOAT_INT,
+  K_DOUBLE_INT,
+  K_LONG_INT,
+  K_SHORT_INT,
+  K_2INT
+};
+
+static enum kind kind_of(MPI_Datatype t) {
+  if (is_float32(t)) return K_FLOAT;
+  if (is_float64(t)) return K_DOUBLE;
+  const MPI_Datatype others[] = {
+      MPI_LONG_DOUBLE, MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX, MPI_FLOAT_INT,
+      MPI_DOUBLE_INT,  MPI_LONG_INT,        MPI_SHORT_INT,        MPI_2INT,
+      MPI_C_BOOL};
+  const enum kind kinds[] = {K_LONG_DOUBLE, K_FLOAT_COMPLEX, K_DOUBLE_COMPLEX,
+                             K_FLOAT_INT,   K_DOUBLE_INT,    K_LONG_INT,
+                             K_SHORT_INT,   K_2INT,          K_BOOL};
+  for (size_t k = 0; k < sizeof others / sizeof others[0]; ++k)
+    if (t == others[k]) return kinds[k];
+  return K_INT;
+}
+
+/* The value pairs of MPI_MAXLOC / MPI_MINLOC, laid out as MPI's types. */
+struct float_int {
+  float v;
+  int i;
+};
+struct double_int {
+  double v;
+  int i;
+};
+struct long_int {
+  long v;
+  int i;
+};
+struct short_int {
+  short v;
+  int i;
+};
+
+static MPI_Aint extent_of(MPI_Datatype t) {
+  MPI_Aint lb = 0, extent = 0;
+  MPI_Type_get_extent(t, &lb, &extent);
+  return extent;
+}
+
+static void fill_element(char *e, enum kind k, MPI_Aint extent, int rank, int i) {
+  const double v = input_value(rank, i);
+  const int small = 1 + (i + rank) % 3; /* products of a few ranks stay small */
+  switch (k) {
+    case K_INT:
+      memset(e, 0, extent);
+      e[0] = (char)small;
+      break;
+    case K_BOOL: *(_Bool *)e = (i + rank) % 2; break;
+    case K_FLOAT: *(float *)e = (float)v; break;
+    case K_DOUBLE: *(double *)e = v; break;
+    case K_LONG_DOUBLE: *(long double *)e = small; break;
+    case K_FLOAT_COMPLEX: ((float *)e)[0] = small, ((float *)e)[1] = (float)-small; break;
+    case K_DOUBLE_COMPLEX: ((double *)e)[0] = small, ((double *)e)[1] = -small; break;
+    case K_FLOAT_INT: *(struct float_int *)e = (struct float_int){(float)v, rank}; break;
+    case K_DOUBLE_INT: *(struct double_int *)e = (struct double_int){v, rank}; break;
+    case K_LONG_INT: *(struct long_int *)e = (struct long_int){(long)v, rank}; break;
+    case K_SHORT_INT: *(struct short_int *)e = (struct short_int){(short)v, rank}; break;
+    case K_2INT: ((int *)e)[0] = (int)v, ((int *)e)[1] = rank; break;
   }
+}
+
+/* count elements of the predefined datatype t; padding bytes are zero. */
+static void fill(void *buf, MPI_Datatype t, int count, int rank) {
+  const MPI_Aint extent = extent_of(t);
+  const enum kind k = kind_of(t);
+  memset(buf, 0, (size_t)count * extent);
+  for (int i = 0; i < count; ++i) fill_element((char *)buf + i * extent, k, extent, rank, i);
 }
 
 /* doc/pmpi.md's bounds, from include/bagua.h: q8 quantizes each input and the
@@ -98,7 +171,7 @@ static double element(const void *buf, MPI_Datatype t, int i) {
 
 static void compare_results(const char *what, const void *got, const void *want, MPI_Datatype t,
                             int count, int bitwise, int n) {
-  const size_t bytes = (size_t)count * type_size(t);
+  const size_t bytes = (size_t)count * extent_of(t);
   if (bitwise) {
     CHECK(memcmp(got, want, bytes) == 0, "%s: result differs from PMPI_Allreduce", what);
     return;
@@ -134,11 +207,12 @@ static int comm_size_for_bound(MPI_Comm comm) {
  * type (the datatype itself unless derived). */
 static void check_allreduce(const char *what, MPI_Datatype t, MPI_Datatype item, MPI_Op op,
                             int count, MPI_Comm comm, int in_place) {
-  const size_t bytes = (size_t)count * type_size(t);
-  void *in = malloc(bytes + 1), *got = malloc(bytes + 1), *want = malloc(bytes + 1);
+  const size_t bytes = (size_t)count * extent_of(t);
+  const int items = count * (int)(extent_of(t) / extent_of(item));
+  void *in = calloc(bytes + 1, 1), *got = calloc(bytes + 1, 1), *want = calloc(bytes + 1, 1);
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  fill(in, item, count * (type_size(t) / type_size(item)), rank);
+  fill(in, item, items, rank);
   PMPI_Allreduce(in, want, count, t, op, comm);
   const int routed = should_route(t, op, count, comm, 0);
   expected_routed += routed;
@@ -150,8 +224,7 @@ static void check_allreduce(const char *what, MPI_Datatype t, MPI_Datatype item,
     rc = MPI_Allreduce(in, got, count, t, op, comm);
   }
   CHECK(rc == MPI_SUCCESS, "%s: MPI_Allreduce returned %d", what, rc);
-  compare_results(what, got, want, item, count * (type_size(t) / type_size(item)),
-                  !routed || !relaxed(), comm_size_for_bound(comm));
+  compare_results(what, got, want, item, items, !routed || !relaxed(), comm_size_for_bound(comm));
   check_identical(what, got, bytes, comm);
   free(in);
   free(got);
@@ -174,6 +247,70 @@ static void check_routed_types(void) {
                   COUNT, MPI_COMM_WORLD, 1);
   check_allreduce("float sum at the minimum count", MPI_FLOAT, MPI_FLOAT, MPI_SUM, min_count,
                   MPI_COMM_WORLD, 0);
+}
+
+/* Every predefined datatype with every op MPI defines for it, at counts
+ * around the minimum: each is routed or passed through by the rule, and
+ * either way equals PMPI_Allreduce (as an MPI test suite would check). */
+static void check_type_op_matrix(void) {
+  const MPI_Datatype types[] = {MPI_SIGNED_CHAR,
+                                MPI_UNSIGNED_CHAR,
+                                MPI_SHORT,
+                                MPI_UNSIGNED_SHORT,
+                                MPI_INT,
+                                MPI_UNSIGNED,
+                                MPI_LONG,
+                                MPI_UNSIGNED_LONG,
+                                MPI_LONG_LONG,
+                                MPI_UNSIGNED_LONG_LONG,
+                                MPI_INT8_T,
+                                MPI_UINT16_T,
+                                MPI_INT32_T,
+                                MPI_UINT64_T,
+                                MPI_BYTE,
+                                MPI_C_BOOL,
+                                MPI_FLOAT,
+                                MPI_DOUBLE,
+                                MPI_LONG_DOUBLE,
+                                MPI_REAL,
+                                MPI_REAL4,
+                                MPI_REAL8,
+                                MPI_DOUBLE_PRECISION,
+                                MPI_C_FLOAT_COMPLEX,
+                                MPI_C_DOUBLE_COMPLEX,
+                                MPI_FLOAT_INT,
+                                MPI_DOUBLE_INT,
+                                MPI_LONG_INT,
+                                MPI_SHORT_INT,
+                                MPI_2INT};
+  const MPI_Op arithmetic[] = {MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN};
+  const MPI_Op logical[] = {MPI_LAND, MPI_LOR, MPI_LXOR};
+  const MPI_Op bitwise[] = {MPI_BAND, MPI_BOR, MPI_BXOR};
+  const MPI_Op location[] = {MPI_MAXLOC, MPI_MINLOC};
+  const int counts[] = {1, min_count - 1, min_count, COUNT};
+  for (size_t t = 0; t < sizeof types / sizeof types[0]; ++t) {
+    const enum kind k = kind_of(types[t]);
+    const int is_byte = types[t] == MPI_BYTE, is_int = k == K_INT && !is_byte;
+    const int is_real = k == K_FLOAT || k == K_DOUBLE || k == K_LONG_DOUBLE;
+    const int is_complex = k == K_FLOAT_COMPLEX || k == K_DOUBLE_COMPLEX;
+    const int is_pair = k >= K_FLOAT_INT;
+    MPI_Op ops[10];
+    int n = 0;
+    for (int o = 0; o < 4; ++o)
+      if (is_int || is_real || (is_complex && o < 2)) ops[n++] = arithmetic[o];
+    for (int o = 0; o < 3; ++o)
+      if (is_int || k == K_BOOL) ops[n++] = logical[o];
+    for (int o = 0; o < 3; ++o)
+      if (is_int || is_byte) ops[n++] = bitwise[o];
+    for (int o = 0; o < 2; ++o)
+      if (is_pair) ops[n++] = location[o];
+    for (int o = 0; o < n; ++o)
+      for (size_t c = 0; c < sizeof counts / sizeof counts[0]; ++c) {
+        char what[64];
+        snprintf(what, sizeof what, "matrix type %zu op %d count %d", t, o, counts[c]);
+        check_allreduce(what, types[t], types[t], ops[o], counts[c], MPI_COMM_WORLD, (int)c % 2);
+      }
+  }
 }
 
 static void check_pass_through(void) {
@@ -353,6 +490,7 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   check_routed_types();
+  check_type_op_matrix();
   check_pass_through();
   check_communicators();
   check_iallreduce();
