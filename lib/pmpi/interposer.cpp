@@ -1,8 +1,10 @@
 // libbagua-pmpi: loaded with LD_PRELOAD into an unmodified MPI program, it
 // defines MPI_Init, MPI_Init_thread, MPI_Allreduce and MPI_Iallreduce and
 // routes the calls the rule in route.hpp selects to bagua; everything else
-// goes to the PMPI_ entry points (doc/pmpi.md).
+// goes on to the next MPI_Allreduce (another PMPI tool, or MPI) (doc/pmpi.md).
 #include "interposer.hpp"
+
+#include <dlfcn.h>
 
 #include <chrono>
 #include <cstdio>
@@ -122,6 +124,28 @@ int run_guarded(const RunBagua &run_bagua, Mode mode, TypeClass type) {
 }
 
 // ---------------------------------------------------------------------------
+// Where the program's unrouted calls go: the next definition after this
+// library, which is another PMPI tool preloaded after it (so tools stack) or
+// MPI itself, whose MPI_ symbols are its PMPI_ ones. bagua's own calls go to
+// PMPI_ directly.
+
+template <class Fn>
+Fn next_definition(const char *name, Fn pmpi) {
+  void *next = dlsym(RTLD_NEXT, name);
+  return next != nullptr ? reinterpret_cast<Fn>(next) : pmpi;
+}
+
+decltype(&PMPI_Allreduce) next_allreduce() {
+  static const auto fn = next_definition("MPI_Allreduce", &PMPI_Allreduce);
+  return fn;
+}
+
+decltype(&PMPI_Iallreduce) next_iallreduce() {
+  static const auto fn = next_definition("MPI_Iallreduce", &PMPI_Iallreduce);
+  return fn;
+}
+
+// ---------------------------------------------------------------------------
 // Classifying a call's collective-invariant arguments.
 
 bool is_real_type(MPI_Datatype t) {
@@ -192,16 +216,16 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// One intercepted call: bagua's own calls and unrouted ones go to `pass`
-// (the PMPI_ function), routed ones to `run_bagua(mode, type class)`, which
-// returns a bagua status.
+// One intercepted call: bagua's own calls go to `pass(false)` (the PMPI_
+// function), unrouted ones to `pass(true)` (the next definition), routed ones
+// to `run_bagua(mode, type class)`, which returns a bagua status.
 template <class Pass, class RunBagua>
 int intercept(CallKind call, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
               const Pass &pass, const RunBagua &run_bagua) {
   Runtime &rt = runtime();
   if (t_in_bagua) {
     rt.stats.record_inner();
-    return pass();
+    return pass(false);
   }
   start(/*collective_on_world=*/false);
   const CallShape shape = shape_of(count, datatype, op, comm, call);
@@ -209,7 +233,7 @@ int intercept(CallKind call, int count, MPI_Datatype datatype, MPI_Op op, MPI_Co
   const auto t0 = std::chrono::steady_clock::now();
   int rc = MPI_SUCCESS;
   if (where != Route::bagua) {
-    rc = pass();
+    rc = pass(true);
   } else if (const int status = run_guarded(run_bagua, rt.policy.mode, shape.type);
              status != BAGUA_SUCCESS) {
     rc = report_failure(comm, bagua_function(rt.policy.mode, call), status);
@@ -243,7 +267,10 @@ int allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
               MPI_Comm comm) {
   return intercept(
       CallKind::blocking, count, datatype, op, comm,
-      [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm); },
+      [&](bool next) {
+        return (next ? next_allreduce() : PMPI_Allreduce)(sendbuf, recvbuf, count, datatype, op,
+                                                          comm);
+      },
       [&](Mode mode, TypeClass type) {
         return run_blocking(mode, sendbuf, recvbuf, count, type, op, comm);
       });
@@ -253,7 +280,10 @@ int iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
                MPI_Comm comm, MPI_Request *request) {
   return intercept(
       CallKind::nonblocking, count, datatype, op, comm,
-      [&] { return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request); },
+      [&](bool next) {
+        return (next ? next_iallreduce() : PMPI_Iallreduce)(sendbuf, recvbuf, count, datatype, op,
+                                                            comm, request);
+      },
       [&](Mode mode, TypeClass type) {
         const int status = run_nonblocking(mode, sendbuf, recvbuf, count, type, op, comm, request);
         if (status != BAGUA_SUCCESS) *request = MPI_REQUEST_NULL;

@@ -9,10 +9,13 @@ and checks what the interposer reported (doc/pmpi.md):
   - bagua's own setup calls went through the re-entry guard (its counter is
     above 0 whenever something was routed), never recursing into bagua.
 
-With --expect-failure TEXT the job must instead fail and print TEXT.
+With --stack TOOL, the PMPI tool TOOL (test/pmpi/count_tool.c) is preloaded
+after the interposer and must have seen exactly the calls the interposer
+passed through. With --expect-failure TEXT the job must instead fail and print
+TEXT.
 
-usage: run_pmpi.py --launcher bin/bagua-pmpi --lib LIB --np N --mode M
-                   [--min-count C] [--expect-failure TEXT] -- PROGRAM [ARGS...]
+usage: run_pmpi.py --launcher bin/bagua-pmpi --lib LIB --np N --mode M [--min-count C]
+                   [--stack TOOL] [--expect-failure TEXT] -- PROGRAM [ARGS...]
 """
 import argparse
 import re
@@ -21,13 +24,16 @@ import sys
 
 SUMMARY = re.compile(
     r"bagua-pmpi: rank (\d+): mode (\w+), min count (\d+): routed (\d+) calls .*"
-    r"bagua's own calls (\d+)")
+    r"passed (\d+) calls .*bagua's own calls (\d+)")
 EXPECTED = re.compile(r"pmpi-test: rank (\d+) expects routed (\d+)")
+TOOL = re.compile(r"pmpi-count-tool: rank (\d+) saw (\d+)")
 
 
 def run(args):
-    command = ["mpirun", "-np", str(args.np), args.launcher, "--lib", args.lib, "--mode",
-               args.mode, "--verbose"]
+    command = ["mpirun", "-np", str(args.np)]
+    if args.stack:
+        command += ["env", "LD_PRELOAD=" + args.stack]
+    command += [args.launcher, "--lib", args.lib, "--mode", args.mode, "--verbose"]
     if args.min_count is not None:
         command += ["--min-count", str(args.min_count)]
     command += ["--"] + args.program
@@ -46,7 +52,7 @@ def check_failure(done, text):
     return None
 
 
-def check_summaries(done, np):
+def check_summaries(done, np, stacked):
     if done.returncode != 0:
         return "the program failed (exit status %d)" % done.returncode
     summaries = {int(m[1]): m for m in SUMMARY.finditer(done.stdout)}
@@ -54,13 +60,17 @@ def check_summaries(done, np):
     if sorted(summaries) != list(range(np)) or sorted(expected) != list(range(np)):
         return "missing summary or expectation lines (ranks %s / %s)" % (sorted(summaries),
                                                                         sorted(expected))
+    tool = {int(m[1]): int(m[2]) for m in TOOL.finditer(done.stdout)}
     for rank in range(np):
-        routed, inner = int(summaries[rank][4]), int(summaries[rank][5])
+        routed, passed, inner = (int(summaries[rank][i]) for i in (4, 5, 6))
         if routed != expected[rank]:
             return "rank %d: routed %d calls, the program expected %d" % (rank, routed,
                                                                          expected[rank])
         if routed > 0 and inner == 0:
             return "rank %d: bagua's own calls did not pass the re-entry guard" % rank
+        if stacked and tool.get(rank) != passed:
+            return "rank %d: the stacked tool saw %s calls, the interposer passed %d" % (
+                rank, tool.get(rank), passed)
     return None
 
 
@@ -71,6 +81,7 @@ def main():
     parser.add_argument("--np", type=int, required=True)
     parser.add_argument("--mode", required=True)
     parser.add_argument("--min-count", type=int)
+    parser.add_argument("--stack")
     parser.add_argument("--expect-failure")
     parser.add_argument("program", nargs="+")
     args = parser.parse_args()
@@ -78,7 +89,7 @@ def main():
     if args.expect_failure:
         problem = check_failure(done, args.expect_failure)
     else:
-        problem = check_summaries(done, args.np)
+        problem = check_summaries(done, args.np, args.stack is not None)
     if problem:
         print("run_pmpi: FAIL:", problem)
         return 1
