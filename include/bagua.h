@@ -143,8 +143,8 @@ BAGUA_API int bagua_allreduce_bytes(bagua_algorithm algorithm, MPI_Count count,
  * decentralized or low-precision step sends to each peer. Local.
  * @return as bagua_allreduce_bytes.
  */
-BAGUA_API int bagua_encoded_bytes(bagua_algorithm algorithm, MPI_Count count,
-                                  MPI_Datatype datatype, MPI_Count *bytes);
+BAGUA_API int bagua_encoded_bytes(bagua_algorithm algorithm, MPI_Count count, MPI_Datatype datatype,
+                                  MPI_Count *bytes);
 
 /* ----------------------------------------------------------------------------
  * Exact collectives
@@ -532,9 +532,9 @@ BAGUA_API int bagua_lowprec_create(const void *buf, int count, MPI_Datatype data
  * distinct ring neighbours (2 for n >= 3, 1 for n == 2; for n == 1 a step
  * does nothing):
  * diff = (x - w) + sum over neighbours (N - w) / (n_r + 1); Q = q8(diff) with
- * blocks of BAGUA_CODEC_BLOCK elements (default 2048) is sent to both neighbours; w, L, R each add the
- * decoded message they correspond to; buf = w rounded to the element type.
- * For n >= 3 this is diff = x + L/3 + R/3 - 5/3 w of the reference.
+ * blocks of BAGUA_CODEC_BLOCK elements (default 2048) is sent to both neighbours; w, L, R each add
+ * the decoded message they correspond to; buf = w rounded to the element type. For n >= 3 this is
+ * diff = x + L/3 + R/3 - 5/3 w of the reference.
  *
  * @param state from bagua_lowprec_create.
  * @param buf   the weights, the count and datatype given at creation; may be
@@ -703,11 +703,11 @@ typedef struct bagua_bucket_config {
 
 /** Static initializer: bucket_bytes BAGUA_BUCKET_DEFAULT_BYTES (not the
  *  environment), flatten 0, exact allreduce; op MPI_OP_NULL means BAGUA_AVG. */
-#define BAGUA_BUCKET_CONFIG_INITIALIZER                                             \
-  {                                                                                 \
-    sizeof(bagua_bucket_config), BAGUA_BUCKET_DEFAULT_BYTES, 0, {                   \
-      BAGUA_ALGORITHM_EXACT, MPI_OP_NULL                                            \
-    }                                                                               \
+#define BAGUA_BUCKET_CONFIG_INITIALIZER                           \
+  {                                                               \
+    sizeof(bagua_bucket_config), BAGUA_BUCKET_DEFAULT_BYTES, 0, { \
+      BAGUA_ALGORITHM_EXACT, MPI_OP_NULL                          \
+    }                                                             \
   }
 
 /** A bucketed communicator (opaque handle). */

@@ -158,8 +158,7 @@ extern "C" int bagua_bucket_comm_finalize_registration(bagua_bucket_comm_t bc, v
   });
 }
 
-extern "C" int bagua_bucket_comm_tensor_bucket(bagua_bucket_comm_t bc, int tensor_id,
-                                               int *bucket) {
+extern "C" int bagua_bucket_comm_tensor_bucket(bagua_bucket_comm_t bc, int tensor_id, int *bucket) {
   return with_handle("bagua_bucket_comm_tensor_bucket", bc, [&](BucketComm &b) {
     if (bucket == nullptr) return bagua::fail(BAGUA_ERR_INVALID_ARGUMENT, "bucket is NULL");
     return b.tensor_bucket(tensor_id, bucket);
@@ -179,8 +178,7 @@ extern "C" int bagua_bucket_comm_mark_ready(bagua_bucket_comm_t bc, int tensor_i
 }
 
 extern "C" int bagua_bucket_comm_wait(bagua_bucket_comm_t bc, int bucket) {
-  return with_handle("bagua_bucket_comm_wait", bc,
-                     [&](BucketComm &b) { return b.wait(bucket); });
+  return with_handle("bagua_bucket_comm_wait", bc, [&](BucketComm &b) { return b.wait(bucket); });
 }
 
 extern "C" int bagua_bucket_comm_test(bagua_bucket_comm_t bc, int bucket, int *flag) {
@@ -201,8 +199,8 @@ extern "C" int bagua_iallreduce(const void *sendbuf, void *recvbuf, int count,
                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                 MPI_Request *request) {
   return guard("bagua_iallreduce", [&] {
-    return bagua::start_nonblocking(bagua::Wire::exact, sendbuf, recvbuf, count, datatype, op,
-                                    comm, request);
+    return bagua::start_nonblocking(bagua::Wire::exact, sendbuf, recvbuf, count, datatype, op, comm,
+                                    request);
   });
 }
 

@@ -83,8 +83,9 @@ Status create_state(const void *buf, int count, MPI_Datatype datatype, int inter
 Status step_state(bagua_lowprec_t state, void *buf) {
   if (state == nullptr) return fail(BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
   Call call;
-  BAGUA_TRY(describe_buffer(Family::lowprec, Wire::q8, "buf", buf, static_cast<int64_t>(state->count),
-                            datatype_to_mpi(state->dtype), state->comm, &call));
+  BAGUA_TRY(describe_buffer(Family::lowprec, Wire::q8, "buf", buf,
+                            static_cast<int64_t>(state->count), datatype_to_mpi(state->dtype),
+                            state->comm, &call));
   Communicator *c = nullptr;
   BAGUA_TRY(usable_state(state->comm, &c));
   if (state->calls++ % state->interval != 0) return BAGUA_SUCCESS;

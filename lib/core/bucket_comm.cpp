@@ -308,12 +308,12 @@ Status BucketComm::execute(Bucket &b, TimelineTrack track) {
   void *data = runs_on_storage(b) ? b.storage.data() : tensors_[b.tensors.front()].ptr;
   // Each bucket has a tag slot of its own: buckets run concurrently.
   AlgoContext ctx = comm_->call_in_slot(static_cast<uint64_t>(track.bucket), b.scratch);
-  const Call call{Family::bucket, b.choice.wire, data,          data,         b.count,
-                  b.dtype,        b.choice.op,   Memory::host, nullptr,      MPI_COMM_NULL};
+  const Call call{Family::bucket, b.choice.wire, data,         data,    b.count,
+                  b.dtype,        b.choice.op,   Memory::host, nullptr, MPI_COMM_NULL};
   TimelineSink sink(track, round);
   begin = TimelineClock::now();
-  const Status s = run_flat(ctx, call, b.schedule, comm_->options(),
-                            timeline.enabled() ? &sink : nullptr);
+  const Status s =
+      run_flat(ctx, call, b.schedule, comm_->options(), timeline.enabled() ? &sink : nullptr);
   timeline.span(track, collective_name(b.choice.wire), round, begin, TimelineClock::now());
   if (s != BAGUA_SUCCESS) return s;
   begin = TimelineClock::now();

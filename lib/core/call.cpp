@@ -38,7 +38,7 @@ Status check_reduction_buffers(const void *sendbuf, void *recvbuf, size_t count,
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
                 "sendbuf and recvbuf overlap; pass MPI_IN_PLACE for in-place");
   if (!aligned(recvbuf, t) || (!in_place && !aligned(sendbuf, t)))
-    return fail(BAGUA_ERR_INVALID_ARGUMENT, "buffers must be aligned to %zu bytes (%s)",
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "buffers must be aligned to %zu bytes (the size of %s)",
                 dtype_size(t), dtype_name(t));
   return BAGUA_SUCCESS;
 }
@@ -90,12 +90,12 @@ Status describe_buffer(Family family, Wire wire, const char *name, const void *b
     if (buf == nullptr)
       return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s is NULL with count %zu", name, n);
     if (!aligned(buf, dtype))
-      return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s must be aligned to %zu bytes (%s)", name,
-                  dtype_size(dtype), dtype_name(dtype));
+      return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s must be aligned to %zu bytes (the size of %s)",
+                  name, dtype_size(dtype), dtype_name(dtype));
     memory = memory_type_of(buf);
   }
-  *out = Call{family, wire,          buf,    const_cast<void *>(buf), n, dtype,
-              ReduceOp::avg, memory, nullptr, comm};
+  *out = Call{family, wire,    buf, const_cast<void *>(buf), n, dtype, ReduceOp::avg,
+              memory, nullptr, comm};
   return check_support(family, wire, dtype, ReduceOp::avg, memory);
 }
 

@@ -89,8 +89,7 @@ class Communicator {
   }
 
  private:
-  Communicator(MPI_Comm dup, Options options, std::unique_ptr<Transport> transport,
-               TagLayout tags);
+  Communicator(MPI_Comm dup, Options options, std::unique_ptr<Transport> transport, TagLayout tags);
 
   // The steps get() and create_private() share: duplicates user_comm and
   // creates the transport over the duplicate.

@@ -40,8 +40,7 @@ std::unique_ptr<ChunkCodec> host_codec(const Call &call, uint32_t block, Prescal
 
 int divisor_of(const Call &call, int ranks) { return call.op == ReduceOp::avg ? ranks : 1; }
 
-Status run_compressed(AlgoContext &ctx, const Call &call, const Options &options,
-                      PhaseSink *sink) {
+Status run_compressed(AlgoContext &ctx, const Call &call, const Options &options, PhaseSink *sink) {
   const int ranks = ctx.transport.size();
   const std::unique_ptr<ChunkCodec> codec = make_call_codec(call, ranks, options);
   const CompressedArgs args{call.src,   call.dtype, call.dst,
@@ -121,19 +120,16 @@ uint32_t codec_block(const Communicator &c) {
 
 Status run_lowprec_init(Communicator &c, const Call &call, LowprecReplicas *replicas) {
   AlgoContext ctx = c.next_call();
-  return c.record(
-      lowprec_init(ctx, call.src, call.count, call.dtype, codec_block(c), replicas));
+  return c.record(lowprec_init(ctx, call.src, call.count, call.dtype, codec_block(c), replicas));
 }
 
 Status run_lowprec_step(Communicator &c, const Call &call, LowprecReplicas *replicas) {
   AlgoContext ctx = c.next_call();
-  return c.record(
-      lowprec_step(ctx, call.dst, call.count, call.dtype, codec_block(c), replicas));
+  return c.record(lowprec_step(ctx, call.dst, call.count, call.dtype, codec_block(c), replicas));
 }
 
-Status run_group_average(Communicator &c, const Call &call, std::span<const int> members,
-                         int local, int64_t group_id, double weight,
-                         std::vector<unsigned char> &scratch) {
+Status run_group_average(Communicator &c, const Call &call, std::span<const int> members, int local,
+                         int64_t group_id, double weight, std::vector<unsigned char> &scratch) {
   SubgroupTransport view(c.transport(), members, local);
   AlgoContext ctx{view, c.tags().call(static_cast<uint64_t>(group_id)),
                   Deadline::after_ms(c.options().timeout_ms), scratch, c.options().segment_bytes};

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <memory>
-
 #include <span>
 
 #include "../algo/compressed.hpp"
@@ -45,9 +44,8 @@ Status run_lowprec_step(Communicator &c, const Call &call, LowprecReplicas *repl
 // members[local]), in tag slot `group_id`: uniform (weight < 0: the exact
 // sum divided once, or the codec's average) or weighted (dst = sum of
 // weight_i * src_i).
-Status run_group_average(Communicator &c, const Call &call, std::span<const int> members,
-                         int local, int64_t group_id, double weight,
-                         std::vector<unsigned char> &scratch);
+Status run_group_average(Communicator &c, const Call &call, std::span<const int> members, int local,
+                         int64_t group_id, double weight, std::vector<unsigned char> &scratch);
 
 // The size of one message of call.count elements in the call's wire format.
 Status message_bytes(const Call &call, const Options &options, size_t *bytes);

@@ -7,25 +7,24 @@
 TEST_CASE("argument errors are reported before any communication", "[errors]") {
   float a[8] = {}, b[8] = {};
   test::expect_error(bagua_allreduce(nullptr, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-               BAGUA_ERR_INVALID_ARGUMENT, "sendbuf is NULL");
+                     BAGUA_ERR_INVALID_ARGUMENT, "sendbuf is NULL");
   test::expect_error(bagua_allreduce(a, nullptr, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-               BAGUA_ERR_INVALID_ARGUMENT, "recvbuf is NULL");
+                     BAGUA_ERR_INVALID_ARGUMENT, "recvbuf is NULL");
   test::expect_error(bagua_allreduce(a, b, -1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-               BAGUA_ERR_INVALID_ARGUMENT, "negative");
+                     BAGUA_ERR_INVALID_ARGUMENT, "negative");
   test::expect_error(bagua_allreduce(a, b, 8, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
-               BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
+                     BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
   test::expect_error(bagua_allreduce(a, b, 8, MPI_FLOAT, MPI_PROD, MPI_COMM_WORLD),
-               BAGUA_ERR_UNSUPPORTED_OP, "op");
+                     BAGUA_ERR_UNSUPPORTED_OP, "op");
   test::expect_error(bagua_allreduce(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_NULL),
-               BAGUA_ERR_INVALID_ARGUMENT, "MPI_COMM_NULL");
+                     BAGUA_ERR_INVALID_ARGUMENT, "MPI_COMM_NULL");
   test::expect_error(bagua_allreduce(a, a + 2, 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-               BAGUA_ERR_INVALID_ARGUMENT, "overlap");
+                     BAGUA_ERR_INVALID_ARGUMENT, "overlap");
   auto *misaligned = reinterpret_cast<float *>(reinterpret_cast<char *>(b) + 1);
   test::expect_error(bagua_allreduce(a, misaligned, 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-               BAGUA_ERR_INVALID_ARGUMENT, "aligned");
+                     BAGUA_ERR_INVALID_ARGUMENT, "aligned");
   // NULL buffers are fine when there is nothing to reduce.
-  CHECK(bagua_allreduce(nullptr, nullptr, 0, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) ==
-        BAGUA_SUCCESS);
+  CHECK(bagua_allreduce(nullptr, nullptr, 0, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == BAGUA_SUCCESS);
 }
 
 TEST_CASE("status codes have names", "[errors]") {
@@ -44,7 +43,7 @@ TEST_CASE("a bad environment value is a clear error", "[errors]") {
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   float x = 1;
   test::expect_error(bagua_allreduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, comm),
-               BAGUA_ERR_INVALID_ARGUMENT, "BAGUA_TIMEOUT_MS");
+                     BAGUA_ERR_INVALID_ARGUMENT, "BAGUA_TIMEOUT_MS");
   unsetenv("BAGUA_TIMEOUT_MS");
   MPI_Comm_free(&comm);
 }
@@ -56,7 +55,7 @@ TEST_CASE("one rank's bad setting fails the first call on every rank", "[errors]
   float x = 1;
   const int rc = bagua_allreduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, comm);
   test::expect_error(rc, BAGUA_ERR_INVALID_ARGUMENT,
-               test::world_rank() == 0 ? "BAGUA_SEGMENT_BYTES" : "another rank");
+                     test::world_rank() == 0 ? "BAGUA_SEGMENT_BYTES" : "another rank");
   unsetenv("BAGUA_SEGMENT_BYTES");
   MPI_Comm_free(&comm);
 }
@@ -67,14 +66,13 @@ TEST_CASE("settings that differ across ranks are refused on every rank", "[error
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   float x = 1;
-  test::expect_error(bagua_allreduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, comm), BAGUA_ERR_MISMATCH,
-               "differ across ranks");
+  test::expect_error(bagua_allreduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, comm),
+                     BAGUA_ERR_MISMATCH, "differ across ranks");
   unsetenv("BAGUA_SEGMENT_BYTES");
   MPI_Comm_free(&comm);
 }
 
-TEST_CASE("mismatched counts fail on every rank, then the communicator is broken",
-          "[errors]") {
+TEST_CASE("mismatched counts fail on every rank, then the communicator is broken", "[errors]") {
   if (test::world_size() < 2) return;
   test::ScopedComm comm({{"BAGUA_TIMEOUT_MS", "3000"}});
   std::vector<float> data(64, 1.0f);
@@ -83,7 +81,7 @@ TEST_CASE("mismatched counts fail on every rank, then the communicator is broken
   INFO("rank " << test::world_rank() << ": " << bagua_last_error());
   CHECK((rc == BAGUA_ERR_MISMATCH || rc == BAGUA_ERR_TIMEOUT));
   test::expect_error(bagua_allreduce(MPI_IN_PLACE, data.data(), 16, MPI_FLOAT, MPI_SUM, comm.get()),
-               BAGUA_ERR_COMM_BROKEN, "earlier call failed");
+                     BAGUA_ERR_COMM_BROKEN, "earlier call failed");
   MPI_Barrier(MPI_COMM_WORLD);
 }
 

@@ -41,8 +41,7 @@ TEST_CASE("BAGUA_ALLREDUCE_ALGO forces one exact schedule for every size", "[pol
   s.exact_algo = AllreduceAlgo::ring;
   CHECK(selected(s, Family::allreduce, Wire::exact, 8) == Schedule::ring);
   s.exact_algo = AllreduceAlgo::recursive_doubling;
-  CHECK(selected(s, Family::bucket, Wire::exact, size_t(1) << 30) ==
-        Schedule::recursive_doubling);
+  CHECK(selected(s, Family::bucket, Wire::exact, size_t(1) << 30) == Schedule::recursive_doubling);
 }
 
 TEST_CASE("compressed wires run ByteGrad; hierarchical only for the blocking calls", "[policy]") {
@@ -73,8 +72,9 @@ TEST_CASE("the support matrix: codecs take float types and sums; exact takes all
       CHECK(check_support(Family::allreduce, Wire::exact, t, op, Memory::host) == BAGUA_SUCCESS);
   CHECK(check_support(Family::allreduce, Wire::q8, DType::f64, ReduceOp::sum, Memory::host) ==
         BAGUA_ERR_UNSUPPORTED_DATATYPE);
-  CHECK(message() == "datatype must be MPI_FLOAT, BAGUA_FLOAT16 or BAGUA_BFLOAT16 for q8 (got "
-                     "MPI_DOUBLE)");
+  CHECK(message() ==
+        "datatype must be MPI_FLOAT, BAGUA_FLOAT16 or BAGUA_BFLOAT16 for q8 (got "
+        "MPI_DOUBLE)");
   CHECK(check_support(Family::allreduce, Wire::fp16, DType::f32, ReduceOp::max, Memory::host) ==
         BAGUA_ERR_UNSUPPORTED_OP);
   CHECK(message() == "op must be MPI_SUM or BAGUA_AVG for fp16 (got MPI_MAX)");
