@@ -21,6 +21,8 @@ Status allreduce(Wire wire, const void *sendbuf, void *recvbuf, int64_t count,
   if (wire == Wire::sign) BAGUA_TRY(attach_sign_state(state, &call));
   Communicator *c = nullptr;
   BAGUA_TRY(Communicator::get(comm, &c));
+  const ExclusiveUse use(*c);
+  BAGUA_TRY(use.status());
   BAGUA_TRY(c->check_usable());
   return run_blocking(*c, call);
 }

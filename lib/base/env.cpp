@@ -22,6 +22,10 @@ constexpr EnvVar kVars[] = {
      "Message size in bytes from which auto uses the ring instead of recursive doubling."},
     {"BAGUA_SEGMENT_BYTES", "1048576",
      "Pipeline segment size in bytes for ring algorithms (4096 .. 1 GiB)."},
+    {"BAGUA_CHECK_CALLS", "1",
+     "1 = before any data moves, the ranks of each call compare a fingerprint of it (family, "
+     "algorithm, count, datatype, op) and all return BAGUA_ERR_MISMATCH if they differ (a "
+     "16-byte recursive doubling per call); 0 = skip the check."},
     {"BAGUA_TAG_UB", "0",
      "Largest message tag bagua uses: 0 = the transport's limit (MPI_TAG_UB for mpi); "
      ">= 32767 caps it (e.g. 32767, the MPI standard's minimum, to test the smallest tag "

@@ -366,16 +366,19 @@ Status BucketComm::wait_locked(std::unique_lock<std::mutex> &lock, int bucket,
       changed_.wait(lock);
       continue;
     }
+    // After a failure the bucket's collective may never start on every rank.
+    BAGUA_TRY(comm_->check_usable());
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout &&
         b.state == State::collecting) {
       int first = -1;
       for (int id : b.tensors)
         if (!tensors_[id].ready && first < 0) first = id;
-      return fail(BAGUA_ERR_TIMEOUT,
-                  "bucket %d: %zu of its %zu tensors (first: tensor %d) were not marked ready "
-                  "within BAGUA_TIMEOUT_MS=%lld",
-                  bucket, b.unready, b.tensors.size(), first,
-                  static_cast<long long>(comm_->options().timeout_ms));
+      // Peers may be inside this bucket's collective: the communicator breaks.
+      return comm_->record(fail(BAGUA_ERR_TIMEOUT,
+                                "bucket %d: %zu of its %zu tensors (first: tensor %d) were not "
+                                "marked ready within BAGUA_TIMEOUT_MS=%lld",
+                                bucket, b.unready, b.tensors.size(), first,
+                                static_cast<long long>(comm_->options().timeout_ms)));
     }
   }
   return consume(b, bucket);

@@ -90,6 +90,11 @@ std::string memory_list(uint8_t memory) {
   return list_of(memory, 2, [](int i) { return i == 0 ? "host" : "cuda"; });
 }
 
+std::string support_row_text(const SupportRow &row) {
+  return std::string("| ") + family_name(row.family) + " | " + wire_name(row.wire) + " | " +
+         dtype_list(row.dtypes) + " | " + op_list(row.ops) + " | " + memory_list(row.memory) + " |";
+}
+
 Status check_support(Family family, Wire wire, DType t, ReduceOp op, Memory memory) {
   const SupportRow *row = find_row(family, wire);
   if (row == nullptr)

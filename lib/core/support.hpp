@@ -29,5 +29,7 @@ const char *family_name(Family f);
 std::string dtype_list(uint8_t dtypes);
 std::string op_list(uint8_t ops);
 std::string memory_list(uint8_t memory);
+// One row as bagua-info prints it and doc/api.md lists it (a table row).
+std::string support_row_text(const SupportRow &row);
 
 }  // namespace bagua

@@ -234,6 +234,10 @@ TEST_CASE("buckets: registration and usage errors are clear", "[buckets][errors]
   REQUIRE(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets) == BAGUA_SUCCESS);
   REQUIRE(bagua_bucket_comm_mark_ready(bc, 0) == BAGUA_SUCCESS);
   test::expect_error(bagua_bucket_comm_wait_all(bc), BAGUA_ERR_TIMEOUT, "first: tensor 1");
+  // The timed-out wait broke the bucketed communicator: later calls say so
+  // at once instead of waiting again.
+  test::expect_error(bagua_bucket_comm_mark_ready(bc, 1), BAGUA_ERR_COMM_BROKEN, "timed out");
+  test::expect_error(bagua_bucket_comm_wait(bc, 0), BAGUA_ERR_COMM_BROKEN, "timed out");
   REQUIRE(bagua_bucket_comm_destroy(&bc) == BAGUA_SUCCESS);
 
   REQUIRE(bagua_bucket_comm_create(MPI_COMM_WORLD, nullptr, &bc) == BAGUA_SUCCESS);

@@ -1,7 +1,9 @@
 // The selection policy, the support matrix and the tag layout: decisions as
 // data, checked without MPI.
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "core/select.hpp"
@@ -90,6 +92,16 @@ TEST_CASE("the support matrix: codecs take float types and sums; exact takes all
   for (Family f : {Family::bucket, Family::partial, Family::decentralized, Family::async})
     CHECK(check_support(f, Wire::exact, DType::f32, ReduceOp::avg, Memory::cuda) ==
           BAGUA_ERR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("doc/api.md lists the support matrix as the library has it", "[support][doc]") {
+  std::ifstream file(std::string(BAGUA_DOC_DIR) + "/api.md");
+  std::stringstream text;
+  text << file.rdbuf();
+  for (const SupportRow &row : support_matrix()) {
+    INFO(support_row_text(row) << " (bagua-info --support prints the table)");
+    CHECK(text.str().find(support_row_text(row)) != std::string::npos);
+  }
 }
 
 TEST_CASE("every family and wire pair appears at most once in the matrix", "[support]") {
