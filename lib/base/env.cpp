@@ -69,6 +69,17 @@ constexpr EnvVar kVars[] = {
      "Bucketed communicator: if set, each rank writes a Chrome-tracing JSON of every "
      "bucket's ready/start/encode/decode/end to this name with .rank<R> before .json.",
      true},
+    // @env torch (read by the Python package bagua_torch, doc/pytorch.md)
+    {"BAGUA_TORCH_BACKEND", "gloo",
+     "bagua_torch.init(): torch.distributed backend of the default group when init() is not "
+     "given one (gloo, or bagua for the c10d backend)."},
+    {"BAGUA_TORCH_ALGORITHM", "exact",
+     "bagua_torch c10d backend: allreduce algorithm of floating-point sums (exact, q8, fp16, "
+     "bf16) in groups whose pg_options name none."},
+    {"BAGUA_TORCH_MASTER_ADDR", "",
+     "bagua_torch.init(): address other ranks reach rank 0's TCPStore at; empty = rank 0's "
+     "hostname.",
+     true},
     // @env pmpi (read by libbagua-pmpi, doc/pmpi.md)
     {"BAGUA_PMPI", "off",
      "PMPI interposer: where MPI_Allreduce goes: off (MPI), exact (bagua_allreduce), q8, fp16, "

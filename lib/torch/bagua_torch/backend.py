@@ -1,0 +1,39 @@
+"""The c10d backend "bagua": torch.distributed.init_process_group("bagua") or
+new_group(backend="bagua")."""
+import os
+
+import torch.distributed as dist
+
+from . import _C, runtime
+
+
+class ProcessGroupOptions:
+    """pg_options of a "bagua" group: the algorithm of its floating-point sum allreduces (exact,
+    q8, fp16, bf16; None: BAGUA_TORCH_ALGORITHM, default exact)."""
+
+    def __init__(self, algorithm=None):
+        self.algorithm = algorithm
+
+
+def _create(backend_options, pg_options):
+    """c10d's creator (extended API): a communicator with the group's ranks, in their order."""
+    runtime.ensure_mpi()
+    world = _C.Comm.world()
+    ranks = list(backend_options.global_ranks_in_group)
+    if dist.is_initialized() and dist.get_rank() != world.rank:
+        raise ValueError(f"torch.distributed rank {dist.get_rank()} is MPI rank {world.rank}: "
+                         "initialise with bagua_torch.init() so that they agree")
+    comm = world.create_group(ranks) if ranks else world.dup()
+    if comm.rank != backend_options.group_rank or comm.size != backend_options.group_size:
+        raise ValueError(f"torch.distributed rank {backend_options.group_rank} of "
+                         f"{backend_options.group_size} is MPI rank {comm.rank} of {comm.size}: "
+                         "initialise with bagua_torch.init() so that they agree")
+    algorithm = (getattr(pg_options, "algorithm", None)
+                 or os.environ.get("BAGUA_TORCH_ALGORITHM") or "exact")
+    return _C.ProcessGroup(comm, algorithm)
+
+
+def register_backend():
+    """Registers "bagua" with torch.distributed (done on import)."""
+    if "BAGUA" not in dist.Backend._plugins:
+        dist.Backend.register_backend("bagua", _create, extended_api=True)

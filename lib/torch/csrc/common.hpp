@@ -1,0 +1,108 @@
+// Shared by the two files of bagua_torch._C: communicators, bagua errors,
+// tensor checks and the allreduce algorithms, on bagua's public C API only.
+#pragma once
+
+#include <bagua.h>
+#include <torch/extension.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace bagua_torch {
+
+// A failed bagua call: what was called, the status code, bagua_error_string
+// and bagua_last_error (read on the thread that made the call).
+class BaguaError : public std::runtime_error {
+ public:
+  BaguaError(const std::string &call, int code);
+  int code() const { return code_; }
+  const std::string &error_string() const { return error_string_; }
+  const std::string &last_error() const { return last_error_; }
+
+ private:
+  int code_;
+  std::string error_string_;
+  std::string last_error_;
+};
+
+// Throws BaguaError(call, rc) unless rc is BAGUA_SUCCESS.
+void check_status(int rc, const char *call);
+// Throws std::runtime_error naming `call` unless rc is MPI_SUCCESS.
+void check_mpi(int rc, const char *call);
+
+// An MPI communicator, freed (if this object owns it) when the last user lets
+// go, unless MPI is already finalised.
+class Comm {
+ public:
+  Comm(MPI_Comm comm, bool owned) : comm_(comm), owned_(owned) {}
+  ~Comm() { free(); }
+  Comm(const Comm &) = delete;
+  Comm &operator=(const Comm &) = delete;
+
+  MPI_Comm get() const;
+  int rank() const;
+  int size() const;
+  std::shared_ptr<Comm> dup() const;
+  // The ranks of this communicator listed in `ranks`, in that order
+  // (collective over them only); a rank not listed must not call it.
+  std::shared_ptr<Comm> create_group(const std::vector<int> &ranks) const;
+  void free();
+
+ private:
+  MPI_Comm comm_;
+  bool owned_;
+};
+
+// Why `t` cannot be handed to MPI ("" if it can): undefined, not strided,
+// not on the CPU, not contiguous, or more than INT_MAX elements or bytes.
+std::string tensor_problem(const at::Tensor &t);
+// "torch.float32" and the like.
+std::string dtype_name(at::ScalarType type);
+
+// The allreduce flavours of bagua: exact, q8, fp16 / bf16 (16 bits on the
+// wire), sign (1 bit with error feedback, needs a SignState).
+enum class Algorithm { exact, q8, fp16, bf16, sign };
+
+// Throws py::value_error listing the names for an unknown one.
+Algorithm parse_algorithm(const std::string &name);
+// The name parse_algorithm takes, and the bagua function the algorithm calls.
+const char *algorithm_name(Algorithm algorithm);
+const char *algorithm_call(Algorithm algorithm);
+// The MPI datatype of t for `algorithm`, or MPI_DATATYPE_NULL if the
+// algorithm does not take t's dtype (exact: float32, float64, float16,
+// bfloat16; the others: no float64).
+MPI_Datatype algorithm_datatype(Algorithm algorithm, at::ScalarType type);
+// The dtypes `algorithm` takes, for messages.
+std::string algorithm_dtypes(Algorithm algorithm);
+
+// Error feedback of bagua_allreduce_sign for one buffer of `count` elements.
+class SignState {
+ public:
+  SignState(int64_t count, std::shared_ptr<Comm> comm);
+  ~SignState() { bagua_sign_state_destroy(&state_); }
+  SignState(const SignState &) = delete;
+  SignState &operator=(const SignState &) = delete;
+  int64_t count() const { return count_; }
+  bagua_sign_state_t get() const { return state_; }
+
+ private:
+  int64_t count_;
+  std::shared_ptr<Comm> comm_;
+  bagua_sign_state_t state_ = nullptr;
+};
+
+// Validates t for `algorithm` (and `sign` for the sign algorithm), throwing
+// py::type_error / py::value_error; returns t's MPI datatype.
+MPI_Datatype checked_datatype(Algorithm algorithm, const at::Tensor &t, const SignState *sign);
+
+// In-place allreduce of t (already checked) with `algorithm`; returns the
+// bagua status. Blocking; call it without the GIL.
+int run_allreduce(Algorithm algorithm, at::Tensor &t, MPI_Datatype datatype, MPI_Op op,
+                  MPI_Comm comm, const SignState *sign);
+
+// Defines bagua_torch._C.ProcessGroup (process_group.cpp).
+void define_process_group(pybind11::module_ &m);
+
+}  // namespace bagua_torch

@@ -1,0 +1,114 @@
+"""Data-parallel training of a Fashion-MNIST MLP with torch's DistributedDataParallel, where bagua
+does the communication (doc/pytorch.md).
+
+    mpirun -np 4 python3 lib/torch/examples/train_fashion_mnist.py --algorithm q8
+
+--algorithm: gloo (plain DDP, the reference), exact / q8 / fp16 / bf16 / sign (DDP with that
+bagua hook), backend (DDP without hook on the c10d backend "bagua", exact). Data: Debian's
+dataset-fashion-mnist (/usr/share/datasets/fashion-mnist). Each rank trains on its shard of
+every epoch's shuffle; all ranks end each epoch with the same weights, and rank 0 prints the
+test accuracy and the epoch's training time, then one "RESULT" line for scripts (with the
+training time until the test accuracy first reached --target at the end of an epoch)."""
+import argparse
+import gzip
+import os
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+import bagua_torch
+
+DATA_DIR = "/usr/share/datasets/fashion-mnist"
+CHOICES = ("gloo", "backend") + bagua_torch.ALGORITHMS
+
+
+def load_idx(name):
+    """An idx file of Fashion-MNIST as a numpy array (images: n x 784 uint8)."""
+    with gzip.open(os.path.join(DATA_DIR, name)) as f:
+        data = f.read()
+    dims = data[3]
+    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(dims)]
+    array = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims)
+    return array.reshape(shape[0], -1) if dims > 1 else array
+
+
+def load(split):
+    images = load_idx(f"{split}-images-idx3-ubyte.gz").astype(np.float32) / 255.0
+    labels = load_idx(f"{split}-labels-idx1-ubyte.gz").astype(np.int64)
+    return torch.from_numpy((images - 0.2860) / 0.3530), torch.from_numpy(labels)
+
+
+def mlp(hidden):
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(784, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                         nn.Linear(hidden, 10))
+
+
+def accuracy(model, images, labels):
+    with torch.no_grad():
+        return (model(images).argmax(1) == labels).float().mean().item() * 100
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--algorithm", choices=CHOICES, default="exact")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--hidden", type=int, default=512, help="width of the two hidden layers")
+    parser.add_argument("--batch", type=int, default=64, help="per rank")
+    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--target", type=float, default=85.0,
+                        help="test accuracy (%%) whose training time is reported")
+    parser.add_argument("--max-steps", type=int, default=0,
+                        help="cut each epoch after this many steps (0: whole epochs), for timing")
+    args = parser.parse_args()
+
+    rank, size = bagua_torch.init(backend="gloo")
+    group = dist.new_group(backend="bagua") if args.algorithm == "backend" else None
+    model = nn.parallel.DistributedDataParallel(mlp(args.hidden), process_group=group)
+    hook = None
+    if args.algorithm not in ("gloo", "backend"):
+        hook = bagua_torch.register(model, args.algorithm)
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    train_images, train_labels = load("train")
+    test_images, test_labels = load("t10k")
+    parameters = sum(p.numel() for p in model.parameters())
+    if rank == 0:
+        print(f"{args.algorithm}: {size} ranks, MLP 784-{args.hidden}-{args.hidden}-10 "
+              f"({parameters} parameters), batch {args.batch} per rank", flush=True)
+
+    epoch_times, steps, time_to_target = [], 0, None
+    for epoch in range(args.epochs):
+        order = torch.randperm(len(train_labels), generator=torch.Generator().manual_seed(epoch))
+        shard = order[rank::size]
+        shard = shard[:len(shard) // args.batch * args.batch]  # equal step counts on all ranks
+        if args.max_steps:
+            shard = shard[:args.max_steps * args.batch]
+        dist.barrier()
+        start = time.perf_counter()
+        for batch in shard.split(args.batch):
+            optimizer.zero_grad()
+            F.cross_entropy(model(train_images[batch]), train_labels[batch]).backward()
+            optimizer.step()
+            steps += 1
+        dist.barrier()
+        epoch_times.append(time.perf_counter() - start)
+        if rank == 0:  # every rank holds the same weights
+            test_accuracy = accuracy(model.module, test_images, test_labels)
+            if time_to_target is None and test_accuracy >= args.target:
+                time_to_target = f"{sum(epoch_times):.1f}"
+            print(f"epoch {epoch + 1}: test accuracy {test_accuracy:.2f}%, {epoch_times[-1]:.1f} s",
+                  flush=True)
+    if rank == 0:
+        print(f"RESULT algorithm={args.algorithm} accuracy={test_accuracy:.2f} "
+              f"epoch_s={sum(epoch_times) / len(epoch_times):.1f} "
+              f"step_ms={1000 * sum(epoch_times) / steps:.1f} "
+              f"time_to_{args.target:g}={time_to_target or 'never'} "
+              f"mb_per_step={f'{hook.bytes_sent / steps / 1e6:.3f}' if hook else 'n/a'} "
+              f"parameters={parameters}", flush=True)
+
+
+main()

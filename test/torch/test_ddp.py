@@ -1,0 +1,329 @@
+"""bagua_torch with DDP under mpirun (any rank count): every hook against DDP with gloo, DDP's
+features (no_sync, find_unused_parameters, a frozen layer, fp16 and bf16 parameters), the c10d
+backend "bagua" against gloo, plain tensor calls and bad input.
+
+Deterministic: every rank trains on its own fixed batches, so DDP's averaged gradients are
+the same on every run; checks compare parameters, never times. A failed check is recorded and
+the ranks carry on in step; the exit status is 1 if any rank failed one."""
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import bagua_torch
+from checks import check, finish, raises
+
+RANK, SIZE = bagua_torch.init()  # gloo is the default group: the reference
+STEPS = 6
+# ~5 KB buckets (the first one too: DDP reads dist._DEFAULT_FIRST_BUCKET_BYTES for it), so a
+# model has several and bucket order and DDP's rebuild of its buckets matter.
+BUCKET_MB = 0.005
+dist._DEFAULT_FIRST_BUCKET_BYTES = 5000
+
+
+
+class Net(nn.Module):
+    """Parameters of `dtype`, computed in float32 (CPU has no float16 matmul); `unused` takes
+    no part in forward, for find_unused_parameters."""
+
+    def __init__(self, dtype=torch.float32, with_unused=False):
+        super().__init__()
+        torch.manual_seed(7)
+        self.layers = nn.ModuleList([nn.Linear(12, 48), nn.Linear(48, 48), nn.Linear(48, 4)])
+        self.unused = nn.Linear(4, 4) if with_unused else None
+        self.to(dtype)
+
+    def forward(self, x):
+        for i, layer in enumerate(self.layers):
+            x = F.linear(x, layer.weight.float(), layer.bias.float())
+            x = torch.relu(x) if i + 1 < len(self.layers) else x
+        return x
+
+
+def batches(count):
+    generator = torch.Generator().manual_seed(100 + RANK)
+    return [(torch.randn(8, 12, generator=generator), torch.randint(0, 4, (8,), generator=generator))
+            for _ in range(count)]
+
+
+def flat(module):
+    return torch.cat([p.detach().reshape(-1).double() for p in module.parameters()])
+
+
+def train(ddp, steps=STEPS, accumulate=1):
+    """SGD steps; with accumulate > 1, the first micro-batches of each step run under no_sync."""
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.2)
+    data = batches(steps * accumulate)
+    for step in range(steps):
+        optimizer.zero_grad()
+        for micro in range(accumulate):
+            x, y = data[step * accumulate + micro]
+            if micro + 1 < accumulate:
+                with ddp.no_sync():
+                    F.cross_entropy(ddp(x), y).backward()
+            else:
+                F.cross_entropy(ddp(x), y).backward()
+        optimizer.step()
+    return flat(ddp.module)
+
+
+def same_on_every_rank(vector):
+    gathered = [torch.empty_like(vector) for _ in range(SIZE)]
+    dist.all_gather(gathered, vector)
+    return all(torch.equal(g, gathered[0]) for g in gathered)
+
+
+def ddp(module, algorithm=None, group=None, **options):
+    model = DDP(module, process_group=group, bucket_cap_mb=BUCKET_MB, **options)
+    if algorithm is not None:
+        model.bagua_state = bagua_torch.register(model, algorithm)
+    return model
+
+
+def close(a, b, rtol):
+    return torch.allclose(a, b, rtol=rtol, atol=rtol * b.abs().max().item())
+
+
+# How far each relaxed hook may land from gloo after STEPS steps (relative to the largest
+# parameter); exact is float32 rounding.
+TOLERANCE = {"exact": 1e-6, "q8": 0.01, "fp16": 2e-4, "bf16": 2e-3, "sign": 0.25}
+
+
+def test_hooks_against_gloo():
+    reference = train(ddp(Net()))
+    initial = flat(Net())
+    bytes_sent = {}
+    for algorithm in bagua_torch.ALGORITHMS:
+        model = ddp(Net(), algorithm)
+        result = train(model)
+        bytes_sent[algorithm] = model.bagua_state.bytes_sent
+        check(same_on_every_rank(result), f"{algorithm} hook: parameters differ across ranks")
+        check(close(result, reference, TOLERANCE[algorithm]),
+              f"{algorithm} hook: off gloo by {(result - reference).abs().max():.3g}")
+        check(not torch.equal(result, initial), f"{algorithm} hook: parameters did not move")
+    # Bytes on the wire: about 1 (q8), 2 (fp16, bf16) and 1/8 (sign) per 4 of exact's.
+    check(0 < bytes_sent["sign"] < bytes_sent["q8"] / 4 < bytes_sent["fp16"] / 6
+          and bytes_sent["fp16"] == bytes_sent["bf16"] < bytes_sent["exact"] / 1.5,
+          f"bytes sent: {bytes_sent}")
+
+
+def test_bucket_order():
+    """The hook's futures complete in the order DDP handed the buckets over."""
+    submitted, completed = [], []
+
+    def recording_hook(state, bucket):
+        submitted.append(bucket.index())
+        index = bucket.index()
+        return bagua_torch.allreduce_hook(state, bucket).then(
+            lambda future: (completed.append(index), future.value())[1])
+
+    model = ddp(Net())
+    model.register_comm_hook(bagua_torch.HookState("q8"), recording_hook)
+    train(model, steps=3)
+    check(len(submitted) > 3 and completed == submitted,
+          f"bucket order: submitted {submitted}, completed {completed}")
+
+
+def test_subgroups():
+    """DDP on a subgroup (pairs of ranks): the hook's communicator takes the group's ranks."""
+    if SIZE < 4:
+        return
+    pairs = [dist.new_group([r, r + 1]) for r in range(0, SIZE - 1, 2)]
+    pair = pairs[RANK // 2] if RANK // 2 < len(pairs) else None
+    if pair is None:  # the odd rank out
+        return
+    reference = train(ddp(Net(), group=pair))
+    result = train(ddp(Net(), "exact", group=pair))
+    check(close(result, reference, TOLERANCE["exact"]), "subgroup DDP, exact hook: off gloo")
+
+
+def test_ddp_features():
+    for name, make, options, accumulate in [
+        ("no_sync", Net, {}, 3),
+        ("find_unused_parameters", lambda: Net(with_unused=True), {"find_unused_parameters": True}, 1),
+        ("fp16 parameters", lambda: Net(torch.float16), {}, 1),
+    ]:
+        reference = train(ddp(make(), **options), accumulate=accumulate)
+        for algorithm in ("exact", "q8", "sign"):
+            result = train(ddp(make(), algorithm, **options), accumulate=accumulate)
+            check(same_on_every_rank(result), f"{name}, {algorithm}: differ across ranks")
+            tolerance = max(TOLERANCE[algorithm], 2e-3 if "fp16" in name else 0)
+            check(close(result, reference, tolerance), f"{name}, {algorithm}: off gloo by "
+                  f"{(result - reference).abs().max():.3g}")
+
+
+def test_frozen_layer():
+    def frozen():
+        net = Net()
+        net.layers[0].requires_grad_(False)
+        return net
+    reference = train(ddp(frozen()))
+    for algorithm in ("exact", "fp16"):
+        model = ddp(frozen(), algorithm)
+        result = train(model)
+        check(torch.equal(model.module.layers[0].weight, frozen().layers[0].weight),
+              f"frozen layer, {algorithm}: the frozen layer changed")
+        check(same_on_every_rank(result), f"frozen layer, {algorithm}: differ across ranks")
+        check(close(result, reference, TOLERANCE[algorithm]), f"frozen layer, {algorithm}: off gloo")
+
+
+def test_bf16_parameters(bagua_group):
+    """gloo has no bfloat16: DDP runs on the bagua backend, which is also the reference (exact)."""
+    reference = train(ddp(Net(torch.bfloat16), group=bagua_group))
+    check(same_on_every_rank(reference), "bf16 on the bagua backend: differ across ranks")
+    for algorithm in bagua_torch.ALGORITHMS:
+        result = train(ddp(Net(torch.bfloat16), algorithm, group=bagua_group))
+        check(same_on_every_rank(result), f"bf16 parameters, {algorithm}: differ across ranks")
+        check(close(result, reference, max(TOLERANCE[algorithm], 0.02)),
+              f"bf16 parameters, {algorithm}: off by {(result - reference).abs().max():.3g}")
+
+
+def test_backend_runs_ddp(bagua_group):
+    reference = train(ddp(Net()))
+    result = train(ddp(Net(), group=bagua_group))
+    check(same_on_every_rank(result), "bagua backend DDP: differ across ranks")
+    check(close(result, reference, 1e-5), "bagua backend DDP: off gloo")
+    unused_reference = train(ddp(Net(with_unused=True), find_unused_parameters=True))
+    unused = train(ddp(Net(with_unused=True), group=bagua_group, find_unused_parameters=True))
+    check(close(unused, unused_reference, 1e-5), "bagua backend, find_unused_parameters: off gloo")
+    q8_group = dist.new_group(backend="bagua", pg_options=bagua_torch.ProcessGroupOptions("q8"))
+    q8 = train(ddp(Net(), group=q8_group))
+    check(q8_group.algorithm == "q8", f"bagua backend: pg_options gave {q8_group.algorithm}")
+    check(same_on_every_rank(q8) and close(q8, reference, TOLERANCE["q8"]),
+          "bagua backend with q8: differs across ranks or off gloo")
+
+
+def test_backend_collectives(bagua_group):
+    """Each collective on the bagua group against gloo (or the known answer)."""
+    for dtype, op in [(torch.float32, dist.ReduceOp.SUM), (torch.float64, dist.ReduceOp.MAX),
+                      (torch.int64, dist.ReduceOp.SUM), (torch.int32, dist.ReduceOp.MIN),
+                      (torch.float16, dist.ReduceOp.SUM)]:
+        ours = (torch.arange(10) * (RANK + 1)).to(dtype)
+        theirs = ours.clone()
+        dist.all_reduce(ours, op=op, group=bagua_group)
+        dist.all_reduce(theirs, op=op)
+        check(torch.equal(ours, theirs), f"backend all_reduce {dtype} {op}: {ours} != {theirs}")
+    value = torch.full((5,), float(RANK))
+    dist.broadcast(value, src=SIZE - 1, group=bagua_group)
+    check(torch.equal(value, torch.full((5,), float(SIZE - 1))), "backend broadcast")
+    gathered = [torch.empty(3, dtype=torch.int64) for _ in range(SIZE)]
+    dist.all_gather(gathered, torch.full((3,), RANK), group=bagua_group)
+    check(all(torch.equal(g, torch.full((3,), r)) for r, g in enumerate(gathered)),
+          "backend all_gather")
+    output = torch.empty(4)
+    inputs = [torch.full((4,), float(RANK * 10 + r)) for r in range(SIZE)]
+    dist.reduce_scatter(output, inputs, group=bagua_group)
+    expected = float(sum(rank * 10 + RANK for rank in range(SIZE)))
+    check(torch.equal(output, torch.full((4,), expected)), f"backend reduce_scatter: {output}")
+    flat_output = torch.empty(2 * SIZE, dtype=torch.float16)
+    dist._all_gather_base(flat_output, torch.full((2,), float(RANK), dtype=torch.float16),
+                          group=bagua_group)
+    check(torch.equal(flat_output, torch.arange(SIZE).repeat_interleave(2).half()),
+          f"backend _all_gather_base: {flat_output}")
+    average = torch.empty(3)
+    dist._reduce_scatter_base(average, torch.arange(3.0 * SIZE) * (RANK + 1),
+                              op=dist.ReduceOp.AVG, group=bagua_group)
+    expected = (torch.arange(3.0) + 3 * RANK) * (SIZE + 1) / 2
+    check(torch.allclose(average, expected), f"backend _reduce_scatter_base AVG: {average}")
+    dist.barrier(group=bagua_group)
+    check(raises(RuntimeError, lambda: dist.all_to_all([torch.ones(1)] * SIZE,
+                                                       [torch.ones(1)] * SIZE, group=bagua_group),
+                 "does not support alltoall"), "backend all_to_all: no clear error")
+    check(raises(RuntimeError, lambda: dist.all_reduce(torch.ones(2, dtype=torch.bool),
+                                                       group=bagua_group), "bool"),
+          "backend bool all_reduce: no clear error")
+
+
+# One call's error, relative to the largest value: q8 steps of range / 255, two roundings
+# to 11 (fp16) or 8 (bf16) bits.
+PLAIN_TOLERANCE = {"exact": 1e-6, "q8": 0.01, "fp16": 1e-3, "bf16": 8e-3}
+
+
+def test_plain_calls():
+    base = torch.arange(1000, dtype=torch.float32) * (RANK + 1) / SIZE
+    mean = torch.arange(1000, dtype=torch.float32) * (SIZE + 1) / 2 / SIZE
+    for algorithm in bagua_torch.ALGORITHMS:
+        state = bagua_torch.SignState(1000) if algorithm == "sign" else None
+        t = bagua_torch.allreduce_(base.clone(), algorithm, state=state)
+        check(same_on_every_rank(t), f"allreduce_ {algorithm}: differ across ranks")
+        if algorithm != "sign":  # one sign call is coarse by design
+            check(close(t, mean, PLAIN_TOLERANCE[algorithm]), f"allreduce_ {algorithm}: wrong")
+    total = bagua_torch.allreduce_(torch.ones(7, dtype=torch.float64), average=False)
+    check(torch.equal(total, torch.full((7,), float(SIZE), dtype=torch.float64)), "allreduce_ sum")
+    value = bagua_torch.broadcast_(torch.full((3,), RANK, dtype=torch.int32), root=0)
+    check(torch.equal(value, torch.zeros(3, dtype=torch.int32)), "broadcast_")
+    test_mpi4py_communicators()
+
+
+def test_mpi4py_communicators():
+    """mpi4py communicators cross as Fortran handles (python3-mpi4py; skipped without it)."""
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        return
+    halves = MPI.COMM_WORLD.Split(RANK % 2, RANK)
+    total = bagua_torch.allreduce_(torch.ones(5), "q8", average=False, comm=halves)
+    check(torch.equal(total, torch.full((5,), float(halves.Get_size()))), "allreduce_ on mpi4py comm")
+    halves.Free()
+
+
+def test_bad_input():
+    good = torch.ones(16)
+    cases = [
+        ("not a tensor", TypeError, lambda: bagua_torch.allreduce_([1.0, 2.0]), "torch.Tensor"),
+        ("float64 q8", TypeError, lambda: bagua_torch.allreduce_(good.double(), "q8"), "float64"),
+        ("int exact", TypeError, lambda: bagua_torch.allreduce_(good.int()), "int"),
+        ("non-contiguous", ValueError, lambda: bagua_torch.allreduce_(torch.ones(4, 4).t()),
+         "contiguous"),
+        ("sparse", ValueError, lambda: bagua_torch.allreduce_(good.to_sparse()), "dense"),
+        ("unknown algorithm", ValueError, lambda: bagua_torch.allreduce_(good, "q4"), "q8"),
+        ("sign without state", ValueError, lambda: bagua_torch.allreduce_(good, "sign"),
+         "SignState"),
+        ("sign state of another size", ValueError,
+         lambda: bagua_torch.allreduce_(good, "sign", state=bagua_torch.SignState(3)), "16"),
+        ("register a module", TypeError, lambda: bagua_torch.register(Net(), "q8"),
+         "DistributedDataParallel"),
+        ("unknown hook", ValueError, lambda: bagua_torch.HookState("q3"), "unknown algorithm"),
+        ("bad comm", TypeError, lambda: bagua_torch.allreduce_(good, comm="world"), "comm"),
+        ("sign backend", ValueError,
+         lambda: dist.new_group(backend="bagua", pg_options=bagua_torch.ProcessGroupOptions("sign")),
+         "hook"),
+    ]
+    for name, kind, call, text in cases:
+        check(raises(kind, call, text), f"bad input '{name}': no {kind.__name__} naming '{text}'")
+    try:  # a library error: interval 0 is refused on every rank before any message
+        bagua_torch.decentralized_average_(good, interval=0)
+        check(False, "interval 0: no BaguaError")
+    except bagua_torch.BaguaError as e:
+        check(e.code == 1 and e.error_string in str(e) and "interval" in e.last_error,
+              f"BaguaError attributes: {e.code}, {e.error_string!r}, {e.last_error!r}")
+    # A failure on the hook's worker thread reaches the bucket's future: a SignState made on
+    # another communicator is refused by bagua_allreduce_sign on every rank, before any message.
+    runner = bagua_torch._C.HookRunner(bagua_torch.runtime.private_comm(), "sign")
+    future = torch.futures.Future()
+    runner.submit(good.clone(), future, bagua_torch.SignState(16))
+    try:
+        future.wait()
+        check(False, "hook worker: a failed bagua call completed the future")
+    except bagua_torch.BaguaError as e:
+        check(e.code == 1 and "state" in e.last_error, f"hook worker: BaguaError {e}")
+    runner.stop()
+    double_model = ddp(Net(torch.float64), "q8")
+    check(raises(Exception, lambda: train(double_model, steps=1), "q8 takes"),
+          "q8 hook on float64 parameters: no clear error")
+    after = bagua_torch.allreduce_(torch.full((16,), float(RANK)))
+    check(torch.equal(after, torch.full((16,), (SIZE - 1) / 2)), "a good call after bad ones")
+
+
+def main():
+    bagua_group = dist.new_group(backend="bagua")
+    for test in (test_hooks_against_gloo, test_bucket_order, test_subgroups, test_ddp_features, test_frozen_layer,
+                 lambda: test_bf16_parameters(bagua_group), lambda: test_backend_runs_ddp(bagua_group),
+                 lambda: test_backend_collectives(bagua_group), test_plain_calls, test_bad_input):
+        test()
+    finish("test_ddp")
+
+
+main()
