@@ -1,0 +1,54 @@
+#include "route.hpp"
+
+namespace bagua::pmpi {
+namespace {
+
+constexpr const char *kModeNames[] = {"off", "exact", "q8", "fp16", "bf16", "sign"};
+constexpr const char *kRouteNames[kRouteCount] = {"bagua", "off", "small",      "comm",
+                                                  "type",  "op",  "nonblocking"};
+
+bool is_relaxed(Mode mode) { return mode != Mode::off && mode != Mode::exact; }
+
+// bagua_allreduce: float and double, sum / max / min. The relaxed calls:
+// float32 with MPI_SUM only.
+bool supports_type(Mode mode, TypeClass type) {
+  if (type == TypeClass::float32) return true;
+  return type == TypeClass::float64 && !is_relaxed(mode);
+}
+
+bool supports_op(Mode mode, OpClass op) {
+  if (op == OpClass::sum) return true;
+  return (op == OpClass::max || op == OpClass::min) && !is_relaxed(mode);
+}
+
+// bagua_iallreduce and bagua_iallreduce_q8 are the nonblocking calls.
+bool has_nonblocking(Mode mode) { return mode == Mode::exact || mode == Mode::q8; }
+
+}  // namespace
+
+Route route(const Policy &policy, const CallShape &shape) {
+  if (policy.mode == Mode::off) return Route::pass_off;
+  if (shape.comm != CommKind::intra) return Route::pass_comm;
+  if (shape.count < policy.min_count || shape.count <= 0) return Route::pass_small;
+  if (!supports_type(policy.mode, shape.type)) return Route::pass_type;
+  if (!supports_op(policy.mode, shape.op)) return Route::pass_op;
+  if (shape.call == CallKind::nonblocking && !(policy.nonblocking && has_nonblocking(policy.mode)))
+    return Route::pass_nonblocking;
+  return Route::bagua;
+}
+
+bool parse_mode(std::string_view text, Mode *out) {
+  for (int i = 0; i < static_cast<int>(std::size(kModeNames)); ++i) {
+    if (text == kModeNames[i]) {
+      *out = static_cast<Mode>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+const char *mode_name(Mode mode) { return kModeNames[static_cast<int>(mode)]; }
+
+const char *route_name(Route route) { return kRouteNames[static_cast<int>(route)]; }
+
+}  // namespace bagua::pmpi
