@@ -34,6 +34,7 @@
 #define MPICH_SKIP_MPICXX 1
 #endif
 #include <mpi.h>
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
