@@ -1,11 +1,20 @@
-// bagua-info: version, build configuration, transports and every environment
-// variable with its default and current value (like ucx_info).
+// bagua-info: version, build configuration, transports, the support matrix,
+// the selection policy and every environment variable with its default and
+// current value (like ucx_info).
+//   bagua-info            everything
+//   bagua-info --env      environment variables only
+//   bagua-info --support  the support matrix and the selection rules only
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
+#include <string>
 #include <string_view>
 
 #include "bagua.h"
 #include "base/env.hpp"
+#include "core/options.hpp"
+#include "core/select.hpp"
+#include "core/support.hpp"
 
 namespace {
 
@@ -14,6 +23,32 @@ void print_build() {
   std::printf("#   CUDA kernels : %s\n", BAGUA_HAVE_CUDA ? "yes" : "no");
   std::printf("#   UCX transport: %s\n", BAGUA_HAVE_UCX ? "yes" : "no");
   std::printf("#   transports   : mpi%s\n", BAGUA_HAVE_UCX ? ", ucx" : "");
+}
+
+void print_support() {
+  std::printf("#\n# Support matrix (family, wire format: datatypes; ops; memory)\n");
+  for (const bagua::SupportRow &row : bagua::support_matrix())
+    std::printf("%-14s %-6s %s; %s; %s\n", bagua::family_name(row.family),
+                bagua::wire_name(row.wire), bagua::dtype_list(row.dtypes).c_str(),
+                bagua::op_list(row.ops).c_str(), bagua::memory_list(row.memory).c_str());
+}
+
+// The selection rules of the blocking calls under the current environment.
+void print_selection() {
+  bagua::Options options;
+  if (bagua::options_load(&options) != BAGUA_SUCCESS) {
+    std::printf("#\n# Selection rules: %s\n", bagua::last_error_message());
+    return;
+  }
+  std::printf("#\n# Selection rules of the blocking calls (highest score wins)\n");
+  const auto settings = bagua::SelectionSettings::from(options);
+  for (const bagua::ScoreRow &r : bagua::score_table(settings, bagua::Family::allreduce)) {
+    const bool open = r.max_bytes == std::numeric_limits<size_t>::max();
+    const std::string max = open ? "inf" : std::to_string(r.max_bytes);
+    std::printf("%-6s %-18s bytes [%zu, %s] memory %s score %d\n", bagua::wire_name(r.wire),
+                bagua::schedule_name(r.schedule), r.min_bytes, max.c_str(),
+                bagua::memory_list(r.memory).c_str(), r.score);
+  }
 }
 
 void print_env() {
@@ -28,8 +63,12 @@ void print_env() {
 }  // namespace
 
 int main(int argc, char **argv) {
-  const bool env_only = argc > 1 && std::string_view(argv[1]) == "--env";
-  if (!env_only) print_build();
-  print_env();
+  const std::string_view mode = argc > 1 ? argv[1] : "";
+  if (mode != "--env") {
+    if (mode != "--support") print_build();
+    print_support();
+    print_selection();
+  }
+  if (mode != "--support") print_env();
   return 0;
 }

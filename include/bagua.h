@@ -114,6 +114,49 @@ BAGUA_API MPI_Op bagua_op_avg(void);
 #define BAGUA_BFLOAT16 (bagua_type_bfloat16())
 #define BAGUA_AVG (bagua_op_avg())
 
+/** What crosses the wire in an allreduce: the one list of algorithms, used by
+ *  the bucketed communicator and bagua_allreduce_bytes. Which datatypes, ops
+ *  and memory types each accepts: `bagua-info --support` (doc/api.md). */
+typedef enum {
+  /** Exact elements (bagua_allreduce). */
+  BAGUA_ALGORITHM_EXACT = 0,
+  /** 8-bit min-max blocks (bagua_allreduce_q8). */
+  BAGUA_ALGORITHM_Q8 = 1,
+  /** float16 with a 1/n prescale (bagua_allreduce_fp16). */
+  BAGUA_ALGORITHM_FP16 = 2,
+  /** bfloat16 (bagua_allreduce_bf16). */
+  BAGUA_ALGORITHM_BF16 = 3,
+  /** 1-bit scaled sign with error feedback (bagua_allreduce_sign). */
+  BAGUA_ALGORITHM_SIGN = 4,
+  /** Not a value: makes every int a valid value of the type, so an
+   *  out-of-range argument is reported as an error, not undefined. */
+  BAGUA_ALGORITHM_RANGE_ = 0x7fffffff
+} bagua_algorithm;
+
+/**
+ * The bytes this rank sends in one flat allreduce of `count` elements of
+ * `datatype` on `comm` with `algorithm`, as the selection policy would run it
+ * now (BAGUA_ALLREDUCE_ALGO, BAGUA_RING_THRESHOLD, BAGUA_CODEC_BLOCK,
+ * BAGUA_SEGMENT_BYTES; the schedule of bucketed and nonblocking calls, and
+ * of the blocking calls without BAGUA_HIERARCHICAL). Every header and pad
+ * counted; 0 with one rank. Local (not collective).
+ *
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (negative count, NULL
+ *         bytes, MPI_COMM_NULL, unknown algorithm),
+ *         BAGUA_ERR_UNSUPPORTED_DATATYPE, BAGUA_ERR_NOT_INITIALIZED.
+ */
+BAGUA_API int bagua_allreduce_bytes(bagua_algorithm algorithm, MPI_Count count,
+                                    MPI_Datatype datatype, MPI_Comm comm, MPI_Count *bytes);
+
+/**
+ * The size of one message of `count` elements of `datatype` in `algorithm`'s
+ * wire format (BAGUA_CODEC_BLOCK; headers and pads counted): what a
+ * decentralized or low-precision step sends to each peer. Local.
+ * @return as bagua_allreduce_bytes.
+ */
+BAGUA_API int bagua_encoded_bytes(bagua_algorithm algorithm, MPI_Count count,
+                                  MPI_Datatype datatype, MPI_Count *bytes);
+
 /* ----------------------------------------------------------------------------
  * Exact collectives
  * ------------------------------------------------------------------------- */
@@ -143,6 +186,17 @@ BAGUA_API MPI_Op bagua_op_avg(void);
  */
 BAGUA_API int bagua_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                               MPI_Op op, MPI_Comm comm);
+
+/* Large-count variants (MPI-4 style): count as MPI_Count, otherwise the same
+ * as the call without _c. Buffers above INT_MAX bytes or elements work. */
+BAGUA_API int bagua_allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count,
+                                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+BAGUA_API int bagua_allreduce_q8_c(const void *sendbuf, void *recvbuf, MPI_Count count,
+                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+BAGUA_API int bagua_allreduce_fp16_c(const void *sendbuf, void *recvbuf, MPI_Count count,
+                                     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+BAGUA_API int bagua_allreduce_bf16_c(const void *sendbuf, void *recvbuf, MPI_Count count,
+                                     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 
 /* ----------------------------------------------------------------------------
  * Compressed allreduce (q8, fp16/bf16 cast, 1-bit sign)
@@ -200,8 +254,20 @@ BAGUA_API int bagua_allreduce_q8(const void *sendbuf, void *recvbuf, int count,
 BAGUA_API int bagua_allreduce_fp16(const void *sendbuf, void *recvbuf, int count,
                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 
+/**
+ * Allreduce with values sent as bfloat16 (2 bytes per element, float32's
+ * exponent range, 8 bits of mantissa): same schedule, arguments, datatypes,
+ * ops and errors as bagua_allreduce_fp16, without its prescale (bfloat16
+ * cannot overflow where float32 does not). Each element is rounded to
+ * bfloat16 at most twice (relative error about 2^-8 per rounding). Use it
+ * for bfloat16 data, which bagua_allreduce_fp16 would squeeze into float16's
+ * range. Every rank receives bit-identical results.
+ */
+BAGUA_API int bagua_allreduce_bf16(const void *sendbuf, void *recvbuf, int count,
+                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+
 /** Error-feedback state of bagua_allreduce_sign (opaque). */
-typedef struct bagua_sign_state *bagua_sign_state_t;
+typedef struct bagua_sign_state_s *bagua_sign_state_t;
 
 /**
  * Creates the error-feedback state of bagua_allreduce_sign for buffers of
@@ -222,8 +288,8 @@ typedef struct bagua_sign_state *bagua_sign_state_t;
  */
 BAGUA_API int bagua_sign_state_create(int count, MPI_Comm comm, bagua_sign_state_t *state);
 
-/** Frees a state and sets *state to NULL; a NULL *state is a no-op.
- *  @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (state is NULL). */
+/** Frees a state and sets *state to NULL; NULL or a pointer to NULL is a
+ *  no-op. @return BAGUA_SUCCESS. */
 BAGUA_API int bagua_sign_state_destroy(bagua_sign_state_t *state);
 
 /**
@@ -300,6 +366,8 @@ typedef struct bagua_group_info {
   long long staleness[BAGUA_GROUP_INFO_MAX_MEMBERS];
   /** Each member's averaging weight (the weights sum to 1). */
   double weights[BAGUA_GROUP_INFO_MAX_MEMBERS];
+  /** Bytes this rank sent in the group's average (every header counted). */
+  long long bytes_sent;
 } bagua_group_info;
 
 /**
@@ -475,7 +543,7 @@ BAGUA_API int bagua_lowprec_create(const void *buf, int count, MPI_Datatype data
  * distinct ring neighbours (2 for n >= 3, 1 for n == 2; for n == 1 a step
  * does nothing):
  * diff = (x - w) + sum over neighbours (N - w) / (n_r + 1); Q = q8(diff) with
- * blocks of 2048 elements is sent to both neighbours; w, L, R each add the
+ * blocks of BAGUA_CODEC_BLOCK elements (default 2048) is sent to both neighbours; w, L, R each add the
  * decoded message they correspond to; buf = w rounded to the element type.
  * For n >= 3 this is diff = x + L/3 + R/3 - 5/3 w of the reference.
  *
@@ -608,31 +676,30 @@ BAGUA_API int bagua_async_average_destroy(bagua_async_t *handle);
 /** Default byte cap of a bucket: 10 MiB, as BAGUA. See bagua_bucket_config. */
 #define BAGUA_BUCKET_DEFAULT_BYTES (10u << 20)
 
-/** The collective a bucket runs when all its tensors are ready. */
-typedef enum {
-  /** Exact allreduce (bagua_allreduce): any datatype, MPI_SUM, MPI_MAX,
-   *  MPI_MIN or BAGUA_AVG. */
-  BAGUA_BUCKET_ALLREDUCE = 0,
-  /** 8-bit compressed allreduce (bagua_allreduce_q8, flat): MPI_FLOAT,
-   *  BAGUA_FLOAT16, BAGUA_BFLOAT16; MPI_SUM or BAGUA_AVG. */
-  BAGUA_BUCKET_ALLREDUCE_Q8 = 1,
-  /** float16 on the wire (bagua_allreduce_fp16, flat); as Q8. */
-  BAGUA_BUCKET_ALLREDUCE_FP16 = 2,
-  /** Not a value: makes every int a valid value of the type, so an
-   *  out-of-range argument is reported as an error, not undefined. */
-  BAGUA_BUCKET_ALGORITHM_RANGE_ = 0x7fffffff
-} bagua_bucket_algorithm;
+/** The collective a bucket runs when all its tensors are ready: exact,
+ *  q8, fp16 or bf16 (not sign: it needs a state per buffer). The
+ *  BAGUA_BUCKET_* names are the earlier spelling, kept for one release. */
+typedef bagua_algorithm bagua_bucket_algorithm;
+#define BAGUA_BUCKET_ALLREDUCE BAGUA_ALGORITHM_EXACT
+#define BAGUA_BUCKET_ALLREDUCE_Q8 BAGUA_ALGORITHM_Q8
+#define BAGUA_BUCKET_ALLREDUCE_FP16 BAGUA_ALGORITHM_FP16
+#define BAGUA_BUCKET_ALLREDUCE_BF16 BAGUA_ALGORITHM_BF16
 
 /** A bucket's algorithm and its options. */
 typedef struct bagua_bucket_algorithm_config {
-  bagua_bucket_algorithm algorithm;
-  /** The reduction; default BAGUA_AVG (gradient averaging). */
+  bagua_algorithm algorithm;
+  /** The reduction; default BAGUA_AVG (gradient averaging); MPI_OP_NULL
+   *  means BAGUA_AVG. */
   MPI_Op op;
 } bagua_bucket_algorithm_config;
 
-/** Settings of a bucketed communicator; fill with bagua_bucket_config_init,
- *  then change fields. */
+/** Settings of a bucketed communicator; fill with bagua_bucket_config_init
+ *  (defaults from the environment) or BAGUA_BUCKET_CONFIG_INITIALIZER (fixed
+ *  defaults), then change fields. Fields are only ever appended; struct_size
+ *  tells the library which ones the caller knows. */
 typedef struct bagua_bucket_config {
+  /** sizeof(bagua_bucket_config) as the caller was compiled. */
+  size_t struct_size;
   /** Byte cap of a bucket, >= 1; default BAGUA_BUCKET_BYTES (10 MiB). */
   size_t bucket_bytes;
   /** 1: move each bucket's tensors into one contiguous buffer owned by the
@@ -645,8 +712,19 @@ typedef struct bagua_bucket_config {
   bagua_bucket_algorithm_config algorithm;
 } bagua_bucket_config;
 
-/** A bucketed communicator (opaque). */
-typedef struct bagua_bucket_comm bagua_bucket_comm;
+/** Static initializer: bucket_bytes BAGUA_BUCKET_DEFAULT_BYTES (not the
+ *  environment), flatten 0, exact allreduce; op MPI_OP_NULL means BAGUA_AVG. */
+#define BAGUA_BUCKET_CONFIG_INITIALIZER                                             \
+  {                                                                                 \
+    sizeof(bagua_bucket_config), BAGUA_BUCKET_DEFAULT_BYTES, 0, {                   \
+      BAGUA_ALGORITHM_EXACT, MPI_OP_NULL                                            \
+    }                                                                               \
+  }
+
+/** A bucketed communicator (opaque handle). */
+typedef struct bagua_bucket_comm_s *bagua_bucket_comm_t;
+/** The earlier spelling of the handle's struct, kept for one release. */
+typedef struct bagua_bucket_comm_s bagua_bucket_comm;
 
 /**
  * Fills `config` with the defaults: bucket_bytes from BAGUA_BUCKET_BYTES
@@ -670,22 +748,24 @@ BAGUA_API int bagua_bucket_config_init(bagua_bucket_config *config);
  * @param config NULL for the defaults (bagua_bucket_config_init).
  * @param out    output: the new bucketed communicator (NULL on failure).
  * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (MPI_COMM_NULL, NULL out,
- *         bucket_bytes 0, flatten not 0/1, bad algorithm),
+ *         struct_size not one this library knows, bucket_bytes 0, flatten not
+ *         0/1, bad algorithm),
  *         BAGUA_ERR_UNSUPPORTED_OP, BAGUA_ERR_THREAD_LEVEL (mpi transport
  *         without MPI_THREAD_MULTIPLE), BAGUA_ERR_TRANSPORT,
  *         BAGUA_ERR_NOT_INITIALIZED, BAGUA_ERR_OUT_OF_MEMORY.
  */
 BAGUA_API int bagua_bucket_comm_create(MPI_Comm comm, const bagua_bucket_config *config,
-                                       bagua_bucket_comm **out);
+                                       bagua_bucket_comm_t *out);
 
 /**
  * Destroys a bucketed communicator (collective, before MPI_Finalize): waits
  * for buckets still in flight, writes the BAGUA_TIMELINE file if set, frees
  * the threads, transport and duplicate communicator, and any flattened
- * storage (flattened tensor addresses become invalid). NULL is a no-op.
+ * storage (flattened tensor addresses become invalid), and sets *bc to NULL.
+ * NULL or a pointer to NULL is a no-op.
  * @return BAGUA_SUCCESS.
  */
-BAGUA_API int bagua_bucket_comm_destroy(bagua_bucket_comm *bc);
+BAGUA_API int bagua_bucket_comm_destroy(bagua_bucket_comm_t *bc);
 
 /**
  * Registers a tensor, before finalize_registration. Tensors are bucketed in
@@ -703,7 +783,7 @@ BAGUA_API int bagua_bucket_comm_destroy(bagua_bucket_comm *bc);
  *         negative count, overlap with a registered tensor, already
  *         finalized, misaligned ptr), BAGUA_ERR_UNSUPPORTED_DATATYPE.
  */
-BAGUA_API int bagua_bucket_comm_register(bagua_bucket_comm *bc, void *ptr, int count,
+BAGUA_API int bagua_bucket_comm_register(bagua_bucket_comm_t bc, void *ptr, int count,
                                          MPI_Datatype datatype, int *tensor_id);
 
 /**
@@ -726,13 +806,13 @@ BAGUA_API int bagua_bucket_comm_register(bagua_bucket_comm *bc, void *ptr, int c
  *         BAGUA_ERR_MISMATCH (ranks registered different tensors),
  *         BAGUA_ERR_TRANSPORT, BAGUA_ERR_OUT_OF_MEMORY.
  */
-BAGUA_API int bagua_bucket_comm_finalize_registration(bagua_bucket_comm *bc, void **tensor_addrs,
+BAGUA_API int bagua_bucket_comm_finalize_registration(bagua_bucket_comm_t bc, void **tensor_addrs,
                                                       int *num_buckets);
 
 /** The bucket a tensor belongs to (after finalize_registration). Thread-safe.
  *  @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL arguments, unknown
  *          tensor, not finalized). */
-BAGUA_API int bagua_bucket_comm_tensor_bucket(bagua_bucket_comm *bc, int tensor_id, int *bucket);
+BAGUA_API int bagua_bucket_comm_tensor_bucket(bagua_bucket_comm_t bc, int tensor_id, int *bucket);
 
 /**
  * Sets the algorithm of one bucket, or of all with bucket == -1, between
@@ -743,7 +823,7 @@ BAGUA_API int bagua_bucket_comm_tensor_bucket(bagua_bucket_comm *bc, int tensor_
  *         not finalized, bucket in a round, bad algorithm),
  *         BAGUA_ERR_UNSUPPORTED_DATATYPE, BAGUA_ERR_UNSUPPORTED_OP.
  */
-BAGUA_API int bagua_bucket_comm_set_algorithm(bagua_bucket_comm *bc, int bucket,
+BAGUA_API int bagua_bucket_comm_set_algorithm(bagua_bucket_comm_t bc, int bucket,
                                               const bagua_bucket_algorithm_config *algorithm);
 
 /**
@@ -756,7 +836,7 @@ BAGUA_API int bagua_bucket_comm_set_algorithm(bagua_bucket_comm *bc, int bucket,
  *         tensor, not finalized, tensor already marked in this round),
  *         BAGUA_ERR_COMM_BROKEN (an earlier bucket failed).
  */
-BAGUA_API int bagua_bucket_comm_mark_ready(bagua_bucket_comm *bc, int tensor_id);
+BAGUA_API int bagua_bucket_comm_mark_ready(bagua_bucket_comm_t bc, int tensor_id);
 
 /**
  * Waits for a bucket's collective of this round and ends the round for that
@@ -768,7 +848,7 @@ BAGUA_API int bagua_bucket_comm_mark_ready(bagua_bucket_comm *bc, int tensor_id)
  *         marked, or a peer), or the bucket's failure (BAGUA_ERR_MISMATCH,
  *         BAGUA_ERR_TRANSPORT, ...), after which the communicator is broken.
  */
-BAGUA_API int bagua_bucket_comm_wait(bagua_bucket_comm *bc, int bucket);
+BAGUA_API int bagua_bucket_comm_wait(bagua_bucket_comm_t bc, int bucket);
 
 /**
  * Like bagua_bucket_comm_wait without blocking: *flag = 1 and the round
@@ -776,7 +856,7 @@ BAGUA_API int bagua_bucket_comm_wait(bagua_bucket_comm *bc, int bucket);
  * @return as bagua_bucket_comm_wait (no BAGUA_ERR_TIMEOUT for unmarked
  *         tensors); BAGUA_ERR_INVALID_ARGUMENT also for NULL flag.
  */
-BAGUA_API int bagua_bucket_comm_test(bagua_bucket_comm *bc, int bucket, int *flag);
+BAGUA_API int bagua_bucket_comm_test(bagua_bucket_comm_t bc, int bucket, int *flag);
 
 /**
  * Waits for every bucket (bagua_bucket_comm_wait on each, continuing after a

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "codec_format.h"
-#include "lib/base/dtype.hpp"
+#include "dtype.h"
 
 namespace bagua::codec {
 
@@ -25,9 +25,8 @@ enum class CodecStatus : uint8_t {
 
 const char *codec_status_name(CodecStatus s);
 
-// Default q8 / sign block size: see doc/codecs.md for the measurements.
+// Default q8 block size: see doc/codecs.md for the measurements.
 constexpr uint32_t kDefaultQ8Block = 2048;
-constexpr uint32_t kDefaultSignBlock = 2048;
 
 // True when block_elems is a power of two in [kMinBlockElems, kMaxBlockElems].
 bool block_size_valid(uint32_t block_elems);

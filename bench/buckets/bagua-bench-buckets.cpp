@@ -71,7 +71,7 @@ void check(int rc, const char *what) {
 // last first, the order backward produces them.
 struct Model {
   std::vector<std::vector<float>> grads;
-  bagua_bucket_comm *bc = nullptr;
+  bagua_bucket_comm_t bc = nullptr;
   int buckets = 0;
 
   explicit Model(const Settings &s) : grads(static_cast<size_t>(s.layers)) {
@@ -87,7 +87,7 @@ struct Model {
     }
     check(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets), "finalize");
   }
-  ~Model() { bagua_bucket_comm_destroy(bc); }
+  ~Model() { bagua_bucket_comm_destroy(&bc); }
 };
 
 // One iteration; returns its time in ms, the slowest rank's.

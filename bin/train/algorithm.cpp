@@ -12,88 +12,10 @@
 namespace train {
 namespace {
 
-// A positive integer environment variable of bagua, or its default when unset or invalid.
-size_t env_size(const char *name, size_t fallback) {
-  const char *text = std::getenv(name);
-  const long long v = text != nullptr ? std::strtoll(text, nullptr, 10) : -1;
-  return v >= 0 && text[0] != '\0' ? size_t(v) : fallback;
-}
-
-// Elements per q8 / sign codec block: bagua's BAGUA_CODEC_BLOCK (default 2048).
-size_t codec_block() {
-  static const size_t block = std::max<size_t>(1, env_size("BAGUA_CODEC_BLOCK", 2048));
-  return block;
-}
-
-// True when bagua's exact allreduce of `bytes` runs the ring (else recursive doubling):
-// BAGUA_ALLREDUCE_ALGO, or by default at or above BAGUA_RING_THRESHOLD (65536) bytes.
-bool exact_uses_ring(size_t bytes) {
-  static const std::string algo = [] {
-    const char *text = std::getenv("BAGUA_ALLREDUCE_ALGO");
-    return std::string(text != nullptr ? text : "auto");
-  }();
-  static const size_t threshold = env_size("BAGUA_RING_THRESHOLD", 65536);
-  if (algo == "ring" || algo == "rd") return algo == "ring";
-  return bytes >= threshold;
-}
-
-size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
-size_t round_up(size_t a, size_t b) { return ceil_div(a, b) * b; }
-
-// Encoded sizes of m float32 elements (doc/codecs: per-block headers, padded payloads).
-size_t float32_bytes(size_t m) { return 4 * m; }
-size_t q8_bytes(size_t m) {
-  const size_t block = codec_block(), full = m / block, tail = m % block;
-  return full * (16 + block) + (tail ? 16 + round_up(tail, 16) : 0);
-}
-size_t fp16_bytes(size_t m) { return 16 + 2 * m; }
-size_t sign_bytes(size_t m) {
-  const size_t block = codec_block(), full = m / block, tail = m % block;
-  return full * (8 + round_up(block, 64) / 8) + (tail ? 8 + round_up(tail, 64) / 8 : 0);
-}
-
-// Bytes one rank sends in the chunked schedule of bagua's ring and compressed allreduces
-// (reduce-scatter or all-to-all, then allgather): 2 (n - 1) messages of one chunk.
-uint64_t chunked_allreduce_bytes(size_t count, int n, size_t (*encoded)(size_t)) {
-  if (n <= 1) return 0;
-  return uint64_t(2) * (n - 1) * encoded(ceil_div(count, n));
-}
-
 int comm_size(MPI_Comm comm) {
   int n = 1;
   MPI_Comm_size(comm, &n);
   return n;
-}
-int comm_rank(MPI_Comm comm) {
-  int r = 0;
-  MPI_Comm_rank(comm, &r);
-  return r;
-}
-
-// Messages rank r sends in bagua's recursive doubling on n ranks: with p the largest power of
-// two <= n and e = n - p, ranks below 2e fold in pairs (the even one sends once and waits for
-// the result), the p remaining ranks exchange log2 p times, and the odd folding ranks send the
-// result back.
-int recursive_doubling_messages(int r, int n) {
-  int p = 1, rounds = 0;
-  while (p * 2 <= n) p *= 2, ++rounds;
-  const int extra = n - p;
-  if (r >= 2 * extra) return rounds;
-  return r % 2 == 0 ? 1 : rounds + 1;
-}
-
-// Wire bytes this rank sends in one gradient-averaging call of m floats on comm.
-using WireBytes = uint64_t (*)(size_t m, MPI_Comm comm);
-uint64_t exact_allreduce_bytes(size_t m, MPI_Comm comm) {
-  const int n = comm_size(comm);
-  if (exact_uses_ring(float32_bytes(m))) return chunked_allreduce_bytes(m, n, float32_bytes);
-  return uint64_t(recursive_doubling_messages(comm_rank(comm), n)) * float32_bytes(m);
-}
-uint64_t q8_allreduce_bytes(size_t m, MPI_Comm comm) {
-  return chunked_allreduce_bytes(m, comm_size(comm), q8_bytes);
-}
-uint64_t fp16_allreduce_bytes(size_t m, MPI_Comm comm) {
-  return chunked_allreduce_bytes(m, comm_size(comm), fp16_bytes);
 }
 
 // A failed call's status and bagua's message.
@@ -107,6 +29,20 @@ void check(int status, const char *call) {
     throw AlgorithmError(std::string(call) + " failed: " + describe(status, bagua_last_error()));
 }
 
+// Wire bytes, as bagua counts them: this rank's bytes in one allreduce of m floats, and the
+// size of one message of m floats in a wire format.
+uint64_t allreduce_bytes(bagua_algorithm algorithm, size_t m, MPI_Comm comm) {
+  MPI_Count bytes = 0;
+  check(bagua_allreduce_bytes(algorithm, MPI_Count(m), MPI_FLOAT, comm, &bytes),
+        "bagua_allreduce_bytes");
+  return uint64_t(bytes);
+}
+uint64_t message_bytes(bagua_algorithm algorithm, size_t m) {
+  MPI_Count bytes = 0;
+  check(bagua_encoded_bytes(algorithm, MPI_Count(m), MPI_FLOAT, &bytes), "bagua_encoded_bytes");
+  return uint64_t(bytes);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Gradient averaging: one allreduce-like call on the flat gradient after backward.
 
@@ -114,12 +50,13 @@ using GradientAllreduce = int (*)(const void *, void *, int, MPI_Datatype, MPI_O
 
 class GradientAverage : public Algorithm {
  public:
-  GradientAverage(MPI_Comm comm, GradientAllreduce call, const char *call_name, WireBytes wire)
-      : comm_(comm), call_(call), call_name_(call_name), wire_(wire) {}
+  GradientAverage(MPI_Comm comm, GradientAllreduce call, const char *call_name,
+                  bagua_algorithm algorithm)
+      : comm_(comm), call_(call), call_name_(call_name), algorithm_(algorithm) {}
   void after_backward(std::span<float> grads) override {
     check(call_(MPI_IN_PLACE, grads.data(), int(grads.size()), MPI_FLOAT, BAGUA_AVG, comm_),
           call_name_);
-    bytes_ += wire_(grads.size(), comm_);
+    bytes_ += allreduce_bytes(algorithm_, grads.size(), comm_);
   }
   uint64_t bytes_sent() const override { return bytes_; }
   bool keeps_replicas_identical() const override { return true; }
@@ -128,7 +65,7 @@ class GradientAverage : public Algorithm {
   MPI_Comm comm_;
   GradientAllreduce call_;
   const char *call_name_;
-  WireBytes wire_;
+  bagua_algorithm algorithm_;
   uint64_t bytes_ = 0;
 };
 
@@ -140,25 +77,24 @@ class GradientAverage : public Algorithm {
 class BucketedGradientAverage : public Algorithm {
  public:
   BucketedGradientAverage(MPI_Comm comm, std::span<const GradientTensor> tensors,
-                          bagua_bucket_algorithm algorithm, size_t bucket_bytes, WireBytes wire) {
+                          bagua_algorithm algorithm, size_t bucket_bytes) {
     bagua_bucket_config config;
     check(bagua_bucket_config_init(&config), "bagua_bucket_config_init");
     config.bucket_bytes = bucket_bytes;
     config.algorithm = {algorithm, BAGUA_AVG};
-    bagua_bucket_comm *bc = nullptr;
-    check(bagua_bucket_comm_create(comm, &config, &bc), "bagua_bucket_comm_create");
-    bc_.reset(bc);
+    check(bagua_bucket_comm_create(comm, &config, &bc_), "bagua_bucket_comm_create");
     register_tensors(tensors);
-    count_bytes_per_step(tensors, comm, wire);
+    count_bytes_per_step(tensors, comm, algorithm);
   }
+  ~BucketedGradientAverage() override { bagua_bucket_comm_destroy(&bc_); }
 
   void gradient_ready(int layer, bool bias) override {
-    check(bagua_bucket_comm_mark_ready(bc_.get(), ids_.at({layer, bias})),
+    check(bagua_bucket_comm_mark_ready(bc_, ids_.at({layer, bias})),
           "bagua_bucket_comm_mark_ready");
   }
   void after_backward(std::span<float> grads) override {
     (void)grads;  // averaged in place, tensor by tensor
-    check(bagua_bucket_comm_wait_all(bc_.get()), "bagua_bucket_comm_wait_all");
+    check(bagua_bucket_comm_wait_all(bc_), "bagua_bucket_comm_wait_all");
     bytes_ += bytes_per_step_;
   }
   uint64_t bytes_sent() const override { return bytes_; }
@@ -169,30 +105,29 @@ class BucketedGradientAverage : public Algorithm {
   void register_tensors(std::span<const GradientTensor> tensors) {
     for (const GradientTensor &t : tensors) {
       int id = 0;
-      check(bagua_bucket_comm_register(bc_.get(), t.values.data(), int(t.values.size()), MPI_FLOAT,
+      check(bagua_bucket_comm_register(bc_, t.values.data(), int(t.values.size()), MPI_FLOAT,
                                        &id),
             "bagua_bucket_comm_register");
       ids_[{t.layer, t.bias}] = id;
     }
-    check(bagua_bucket_comm_finalize_registration(bc_.get(), nullptr, &buckets_),
+    check(bagua_bucket_comm_finalize_registration(bc_, nullptr, &buckets_),
           "bagua_bucket_comm_finalize_registration");
   }
 
   // Each bucket runs one collective per step on all its tensors' elements.
   void count_bytes_per_step(std::span<const GradientTensor> tensors, MPI_Comm comm,
-                            WireBytes wire) {
+                            bagua_algorithm algorithm) {
     std::vector<size_t> bucket_counts(size_t(buckets_), 0);
     for (const GradientTensor &t : tensors) {
       int bucket = 0;
-      check(bagua_bucket_comm_tensor_bucket(bc_.get(), ids_.at({t.layer, t.bias}), &bucket),
+      check(bagua_bucket_comm_tensor_bucket(bc_, ids_.at({t.layer, t.bias}), &bucket),
             "bagua_bucket_comm_tensor_bucket");
       bucket_counts[size_t(bucket)] += t.values.size();
     }
-    for (size_t count : bucket_counts) bytes_per_step_ += wire(count, comm);
+    for (size_t count : bucket_counts) bytes_per_step_ += allreduce_bytes(algorithm, count, comm);
   }
 
-  std::unique_ptr<bagua_bucket_comm, int (*)(bagua_bucket_comm *)> bc_{nullptr,
-                                                                       bagua_bucket_comm_destroy};
+  bagua_bucket_comm_t bc_ = nullptr;
   std::map<std::pair<int, bool>, int> ids_;  // (layer, bias) -> tensor id
   int buckets_ = 0;
   uint64_t bytes_per_step_ = 0;
@@ -203,12 +138,12 @@ class BucketedGradientAverage : public Algorithm {
 std::unique_ptr<Algorithm> make_gradient_average(MPI_Comm comm,
                                                  std::span<const GradientTensor> gradients,
                                                  const AlgorithmSettings &settings,
-                                                 bagua_bucket_algorithm bucketed,
-                                                 GradientAllreduce flat, const char *flat_name,
-                                                 WireBytes wire) {
-  if (!settings.buckets) return std::make_unique<GradientAverage>(comm, flat, flat_name, wire);
-  return std::make_unique<BucketedGradientAverage>(comm, gradients, bucketed,
-                                                   size_t(settings.bucket_kb) * 1024, wire);
+                                                 bagua_algorithm algorithm,
+                                                 GradientAllreduce flat, const char *flat_name) {
+  if (!settings.buckets)
+    return std::make_unique<GradientAverage>(comm, flat, flat_name, algorithm);
+  return std::make_unique<BucketedGradientAverage>(comm, gradients, algorithm,
+                                                   size_t(settings.bucket_kb) * 1024);
 }
 
 // 1-bit sign allreduce keeps error-feedback residuals between steps; it averages the ranks'
@@ -223,7 +158,7 @@ class SignAverage : public Algorithm {
     check(bagua_allreduce_sign(MPI_IN_PLACE, grads.data(), int(grads.size()), MPI_FLOAT, BAGUA_AVG,
                                comm_, state_),
           "bagua_allreduce_sign");
-    bytes_ += chunked_allreduce_bytes(grads.size(), comm_size(comm_), sign_bytes);
+    bytes_ += allreduce_bytes(BAGUA_ALGORITHM_SIGN, grads.size(), comm_);
   }
   bool communicates_momentum() const override { return true; }
   uint64_t bytes_sent() const override { return bytes_; }
@@ -258,9 +193,10 @@ class DecentralizedAverage : public Algorithm {
   uint64_t round_bytes(size_t count) const {
     const int n = comm_size(comm_);
     switch (mode_) {
-      case BAGUA_PEER_ALL: return exact_allreduce_bytes(count, comm_);
-      case BAGUA_PEER_SHIFT_ONE: return n > 1 ? float32_bytes(count) : 0;
-      case BAGUA_PEER_RING: return float32_bytes(count) * std::min(n - 1, 2);
+      case BAGUA_PEER_ALL: return allreduce_bytes(BAGUA_ALGORITHM_EXACT, count, comm_);
+      case BAGUA_PEER_SHIFT_ONE: return n > 1 ? message_bytes(BAGUA_ALGORITHM_EXACT, count) : 0;
+      case BAGUA_PEER_RING:
+        return message_bytes(BAGUA_ALGORITHM_EXACT, count) * std::min(n - 1, 2);
       default: return 0;
     }
   }
@@ -285,7 +221,7 @@ class LowPrecisionRing : public Algorithm {
   void after_step(std::span<float> weights) override {
     check(bagua_lowprec_step(state_, weights.data()), "bagua_lowprec_step");
     if (step_ % interval_ == 0)
-      bytes_ += q8_bytes(weights.size()) * std::min(comm_size(comm_) - 1, 2);
+      bytes_ += message_bytes(BAGUA_ALGORITHM_Q8, weights.size()) * std::min(comm_size(comm_) - 1, 2);
     ++step_;
   }
   uint64_t bytes_sent() const override { return bytes_; }
@@ -336,7 +272,7 @@ class AsyncAverage : public Algorithm {
   uint64_t bytes_sent() const override {
     long long rounds = 0;
     check(bagua_async_average_rounds(handle_, &rounds), "bagua_async_average_rounds");
-    return uint64_t(rounds) * exact_allreduce_bytes(shared_.size() + 1, comm_);
+    return uint64_t(rounds) * allreduce_bytes(BAGUA_ALGORITHM_EXACT, shared_.size() + 1, comm_);
   }
   bool keeps_replicas_identical() const override { return false; }
 
@@ -381,10 +317,7 @@ class PartialReduce : public Algorithm {
     const std::string error = pending_.get();
     if (!error.empty()) throw AlgorithmError("bagua_partial_reduce failed: " + error);
     for (size_t i = 0; i < weights.size(); ++i) weights[i] += average_[i] - snapshot_[i];
-    // The group averages with bagua's exact ring allreduce among its members.
-    if (info_.size > 1)
-      bytes_ +=
-          uint64_t(2) * (info_.size - 1) * float32_bytes(ceil_div(weights.size(), info_.size));
+    bytes_ += uint64_t(info_.bytes_sent);
   }
   void pause() override {
     if (!taking_part_) return;
@@ -420,18 +353,18 @@ const std::vector<Entry> &registry() {
   static const std::vector<Entry> entries = {
       {{"allreduce", "exact gradient allreduce (bucketed, or bagua_allreduce; BAGUA_AVG)"},
        [](MPI_Comm c, W, G g, S s) {
-         return make_gradient_average(c, g, s, BAGUA_BUCKET_ALLREDUCE, bagua_allreduce,
-                                      "bagua_allreduce", exact_allreduce_bytes);
+         return make_gradient_average(c, g, s, BAGUA_ALGORITHM_EXACT, bagua_allreduce,
+                                      "bagua_allreduce");
        }},
       {{"q8", "8-bit min-max gradient allreduce (bucketed, or bagua_allreduce_q8)"},
        [](MPI_Comm c, W, G g, S s) {
-         return make_gradient_average(c, g, s, BAGUA_BUCKET_ALLREDUCE_Q8, bagua_allreduce_q8,
-                                      "bagua_allreduce_q8", q8_allreduce_bytes);
+         return make_gradient_average(c, g, s, BAGUA_ALGORITHM_Q8, bagua_allreduce_q8,
+                                      "bagua_allreduce_q8");
        }},
       {{"fp16", "float16 gradient allreduce (bucketed, or bagua_allreduce_fp16)"},
        [](MPI_Comm c, W, G g, S s) {
-         return make_gradient_average(c, g, s, BAGUA_BUCKET_ALLREDUCE_FP16, bagua_allreduce_fp16,
-                                      "bagua_allreduce_fp16", fp16_allreduce_bytes);
+         return make_gradient_average(c, g, s, BAGUA_ALGORITHM_FP16, bagua_allreduce_fp16,
+                                      "bagua_allreduce_fp16");
        }},
       {{"sign", "1-bit sign gradient allreduce with error feedback (bagua_allreduce_sign)"},
        [](MPI_Comm c, W w, G, S) { return std::make_unique<SignAverage>(c, w.size()); }},

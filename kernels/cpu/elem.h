@@ -1,4 +1,4 @@
-// Element access for the CPU kernels: element types as tags, scalar and
+// Element access for the CPU kernels: the element types of dtype.h as tags, scalar and
 // 8-wide AVX2 conversions to and from float32 (both round to nearest even, so
 // they agree bit for bit), and sinks that either store decoded values in the
 // caller's dtype or add them into a float32 accumulator.
@@ -11,28 +11,24 @@
 
 #include "codec.h"
 #include "codec_format.h"
-#include "half.h"
+#include "dtype.h"
 
 #define BAGUA_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace bagua::codec::cpu {
 
-struct F32 {
-  using T = float;
-};
-struct F16 {
-  using T = uint16_t;
-};
-struct BF16 {
-  using T = uint16_t;
-};
+using elem::BF16;
+using elem::F16;
+using elem::F32;
 
-inline float load(F32, const float *p, size_t i) { return p[i]; }
-inline float load(F16, const uint16_t *p, size_t i) { return fp16_to_float(p[i]); }
-inline float load(BF16, const uint16_t *p, size_t i) { return bf16_to_float(p[i]); }
-inline void store(F32, float *p, size_t i, float v) { p[i] = v; }
-inline void store(F16, uint16_t *p, size_t i, float v) { p[i] = float_to_fp16(v); }
-inline void store(BF16, uint16_t *p, size_t i, float v) { p[i] = float_to_bf16(v); }
+template <class E>
+inline float load(E, const typename E::T *p, size_t i) {
+  return E::load(p[i]);
+}
+template <class E>
+inline void store(E, typename E::T *p, size_t i, float v) {
+  p[i] = E::store(v);
+}
 
 BAGUA_AVX2 inline __m256 load8(F32, const float *p) { return _mm256_loadu_ps(p); }
 

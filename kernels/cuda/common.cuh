@@ -7,6 +7,7 @@
 
 #include "codec_cuda.h"
 #include "codec_format.h"
+#include "dtype.h"
 
 namespace bagua::codec::gpu {
 
@@ -14,21 +15,16 @@ constexpr unsigned kThreads = 256;
 constexpr unsigned kMaxGrid = 65535;
 constexpr unsigned kFullMask = 0xffffffffu;
 
-struct DevF32 {
-  using T = float;
-  static __device__ float load(const float *p, size_t i) { return p[i]; }
-  static __device__ void store(float *p, size_t i, float v) { p[i] = v; }
+// The element types of dtype.h, read and written by index on the device.
+template <class E>
+struct Dev {
+  using T = typename E::T;
+  static __device__ float load(const T *p, size_t i) { return E::load(p[i]); }
+  static __device__ void store(T *p, size_t i, float v) { p[i] = E::store(v); }
 };
-struct DevF16 {
-  using T = uint16_t;
-  static __device__ float load(const uint16_t *p, size_t i) { return fp16_to_float(p[i]); }
-  static __device__ void store(uint16_t *p, size_t i, float v) { p[i] = float_to_fp16(v); }
-};
-struct DevBF16 {
-  using T = uint16_t;
-  static __device__ float load(const uint16_t *p, size_t i) { return bf16_to_float(p[i]); }
-  static __device__ void store(uint16_t *p, size_t i, float v) { p[i] = float_to_bf16(v); }
-};
+using DevF32 = Dev<elem::F32>;
+using DevF16 = Dev<elem::F16>;
+using DevBF16 = Dev<elem::BF16>;
 
 // Decoded values stored in the caller's dtype.
 template <class E>

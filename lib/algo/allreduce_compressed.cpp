@@ -13,9 +13,12 @@ using codec::CodecStatus;
 // Encoded segments live in fixed-size slots, 64-byte aligned.
 constexpr size_t kSlotAlign = 64;
 
-size_t segment_elems(const AlgoContext &ctx, const ChunkCodec &codec) {
+size_t segment_elems(size_t segment_bytes, const ChunkCodec &codec) {
   const size_t block = codec.block_elems();
-  return std::max(block, ctx.segment_bytes / sizeof(float) / block * block);
+  return std::max(block, segment_bytes / sizeof(float) / block * block);
+}
+size_t segment_elems(const AlgoContext &ctx, const ChunkCodec &codec) {
+  return segment_elems(ctx.segment_bytes, codec);
 }
 
 // ByteGrad over n ranks. The buffer is cut into n chunks (RingPlan: sizes
@@ -233,6 +236,24 @@ Status allreduce_single(ChunkCodec &codec, const CompressedArgs &args) {
 }
 
 }  // namespace
+
+size_t bytegrad_bytes_sent(const ChunkCodec &codec, size_t count, int rank, int ranks,
+                           size_t segment_bytes) {
+  if (ranks <= 1) return 0;
+  const RingPlan plan(count, ranks, segment_elems(segment_bytes, codec));
+  const auto chunk_bytes = [&](int c) {
+    size_t bytes = 0;
+    for (size_t k = 0; k < plan.segments(c); ++k)
+      bytes += codec.encoded_bytes(plan.segment(c, k).count);
+    return bytes;
+  };
+  // Scatter: every other rank's chunk to its owner; gather: the own reduced
+  // chunk to the n - 1 others.
+  size_t sent = size_t(ranks - 1) * chunk_bytes(rank);
+  for (int c = 0; c < ranks; ++c)
+    if (c != rank) sent += chunk_bytes(c);
+  return sent;
+}
 
 Status allreduce_compressed(AlgoContext &ctx, ChunkCodec &codec, const CompressedArgs &args) {
   if (args.count == 0) return BAGUA_SUCCESS;

@@ -84,6 +84,17 @@ class RecursiveDoubling {
 
 }  // namespace
 
+size_t recursive_doubling_bytes_sent(size_t count, DType t, int rank, int ranks) {
+  // With p the largest power of two <= n and e = n - p: ranks below 2e fold
+  // in pairs (the even one sends once), p ranks exchange log2 p times, and the
+  // odd folding ranks send the result back.
+  int pow2 = 1, rounds = 0;
+  while (pow2 * 2 <= ranks) pow2 *= 2, ++rounds;
+  const int extra = ranks - pow2;
+  const int messages = rank >= 2 * extra ? rounds : rank % 2 == 0 ? 1 : rounds + 1;
+  return size_t(messages) * count * dtype_size(t);
+}
+
 Status allreduce_recursive_doubling(AlgoContext &ctx, const AllreduceArgs &args) {
   return RecursiveDoubling(ctx, args).run();
 }

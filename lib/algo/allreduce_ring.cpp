@@ -107,6 +107,14 @@ class Ring {
 
 }  // namespace
 
+size_t ring_bytes_sent(size_t count, DType t, int rank, int ranks) {
+  // Step g sends chunk (rank - g), for g = 0 .. 2(n-1) - 1.
+  const RingPlan plan(count, ranks, 1);
+  size_t chunks = 0;
+  for (int g = 0; g < 2 * (ranks - 1); ++g) chunks += plan.chunk(ring_mod(rank - g, ranks)).count;
+  return chunks * dtype_size(t);
+}
+
 Status allreduce_ring(AlgoContext &ctx, const AllreduceArgs &args) {
   if (ctx.transport.size() == 1 || args.count == 0) {
     if (args.src != args.dst) std::memcpy(args.dst, args.src, args.count * dtype_size(args.dtype));

@@ -75,6 +75,11 @@ struct CompressedArgs {
 // (ctx.segment_bytes / 4 elements, rounded to codec blocks).
 Status allreduce_compressed(AlgoContext &ctx, ChunkCodec &codec, const CompressedArgs &args);
 
+// Bytes `rank` of `ranks` sends in one allreduce_compressed of `count`
+// elements with segments of `segment_bytes`.
+size_t bytegrad_bytes_sent(const ChunkCodec &codec, size_t count, int rank, int ranks,
+                           size_t segment_bytes);
+
 // Hierarchical mode, inside one node (ctx's ranks; rank 0 is the leader):
 // the exact float32 sum of every member's src, in rank order, into `sum`
 // (count floats, leader only; ignored elsewhere).

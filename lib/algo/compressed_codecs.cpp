@@ -3,22 +3,11 @@
 #include <cstring>
 
 #include "compressed.hpp"
-#include "half.h"
 
 namespace bagua {
 namespace {
 
 using codec::CodecStatus;
-
-float load_one(const void *src, DType t, size_t i) {
-  switch (t) {
-    case DType::f32: return static_cast<const float *>(src)[i];
-    case DType::f64: return float(static_cast<const double *>(src)[i]);
-    case DType::f16: return fp16_to_float(static_cast<const uint16_t *>(src)[i]);
-    case DType::bf16: return bf16_to_float(static_cast<const uint16_t *>(src)[i]);
-  }
-  return 0;
-}
 
 class Q8Codec final : public ChunkCodec {
  public:
@@ -138,31 +127,23 @@ std::unique_ptr<ChunkCodec> make_sign_codec(uint32_t block, float *contribution_
   return std::make_unique<SignCodec>(block, contribution_residual, reduced_residual);
 }
 
+// Conversions between element buffers and float32.
 void load_as_float(const void *src, DType t, size_t count, float *out) {
-  if (t == DType::f32) {
-    std::memcpy(out, src, count * sizeof(float));
-    return;
-  }
-  for (size_t i = 0; i < count; ++i) out[i] = load_one(src, t, i);
+  elem::visit(t, [&]<class E>(E) {
+    for (size_t i = 0; i < count; ++i) out[i] = float(elem::load_at<E>(src, i));
+  });
 }
 
 void add_as_float(const void *src, DType t, size_t count, float *acc) {
-  for (size_t i = 0; i < count; ++i) acc[i] += load_one(src, t, i);
+  elem::visit(t, [&]<class E>(E) {
+    for (size_t i = 0; i < count; ++i) acc[i] += float(elem::load_at<E>(src, i));
+  });
 }
 
 void store_from_float(const float *in, size_t count, void *dst, DType t) {
-  switch (t) {
-    case DType::f32: std::memcpy(dst, in, count * sizeof(float)); return;
-    case DType::f64:
-      for (size_t i = 0; i < count; ++i) static_cast<double *>(dst)[i] = in[i];
-      return;
-    case DType::f16:
-      for (size_t i = 0; i < count; ++i) static_cast<uint16_t *>(dst)[i] = float_to_fp16(in[i]);
-      return;
-    case DType::bf16:
-      for (size_t i = 0; i < count; ++i) static_cast<uint16_t *>(dst)[i] = float_to_bf16(in[i]);
-      return;
-  }
+  elem::visit(t, [&]<class E>(E) {
+    for (size_t i = 0; i < count; ++i) elem::store_at<E>(dst, i, in[i]);
+  });
 }
 
 }  // namespace bagua

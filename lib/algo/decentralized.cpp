@@ -5,62 +5,26 @@
 #include <utility>
 
 #include "codec.h"
-#include "half.h"
+#include "compressed.hpp"
 #include "request_set.hpp"
 #include "ring_plan.hpp"
 
 namespace bagua {
 namespace {
 
-// Element access in the compute type: float32, or float64 for f64.
-struct F32 {
-  using Store = float;
-  using Compute = float;
-  static float load(float v) { return v; }
-  static float store(float v) { return v; }
-};
-struct F64 {
-  using Store = double;
-  using Compute = double;
-  static double load(double v) { return v; }
-  static double store(double v) { return v; }
-};
-struct F16 {
-  using Store = uint16_t;
-  using Compute = float;
-  static float load(uint16_t v) { return fp16_to_float(v); }
-  static uint16_t store(float v) { return float_to_fp16(v); }
-};
-struct BF16 {
-  using Store = uint16_t;
-  using Compute = float;
-  static float load(uint16_t v) { return bf16_to_float(v); }
-  static uint16_t store(float v) { return float_to_bf16(v); }
-};
-
-template <class Body>
-void with_type(DType t, Body body) {
-  switch (t) {
-    case DType::f32: return body(F32{});
-    case DType::f64: return body(F64{});
-    case DType::f16: return body(F16{});
-    case DType::bf16: return body(BF16{});
-  }
-}
-
 // out[i] = (in[0][i] + ... + in[K-1][i]) / K, summed in this order; K fixed
 // at compile time so the loop vectorizes.
-template <class T, size_t K>
-void average_fixed(typename T::Store *out, const std::vector<const void *> &inputs, size_t begin,
+template <class E, size_t K>
+void average_fixed(typename E::T *out, const std::vector<const void *> &inputs, size_t begin,
                    size_t count) {
-  using S = typename T::Store;
-  using C = typename T::Compute;
+  using S = typename E::T;
+  using C = typename E::Compute;
   const S *in[K];
   for (size_t k = 0; k < K; ++k) in[k] = static_cast<const S *>(inputs[k]) + begin;
   for (size_t i = 0; i < count; ++i) {
-    C sum = T::load(in[0][i]);
-    for (size_t k = 1; k < K; ++k) sum += T::load(in[k][i]);
-    out[i] = T::store(sum / static_cast<C>(K));
+    C sum = E::load(in[0][i]);
+    for (size_t k = 1; k < K; ++k) sum += E::load(in[k][i]);
+    out[i] = E::store(sum / static_cast<C>(K));
   }
 }
 
@@ -68,26 +32,12 @@ void average_fixed(typename T::Store *out, const std::vector<const void *> &inpu
 // (shift_one) or three (ring) inputs.
 void average_into(void *dst, const std::vector<const void *> &inputs, size_t begin, size_t count,
                   DType t) {
-  with_type(t, [&]<class T>(T) {
-    auto *out = static_cast<typename T::Store *>(dst) + begin;
+  elem::visit(t, [&]<class E>(E) {
+    auto *out = static_cast<typename E::T *>(dst) + begin;
     if (inputs.size() == 2)
-      average_fixed<T, 2>(out, inputs, begin, count);
+      average_fixed<E, 2>(out, inputs, begin, count);
     else
-      average_fixed<T, 3>(out, inputs, begin, count);
-  });
-}
-
-// Converts between the element type and float32 replicas.
-void load_floats(const void *src, size_t count, DType t, float *dst) {
-  with_type(t, [&]<class T>(T) {
-    const auto *in = static_cast<const typename T::Store *>(src);
-    for (size_t i = 0; i < count; ++i) dst[i] = static_cast<float>(T::load(in[i]));
-  });
-}
-void store_floats(const float *src, size_t count, DType t, void *dst) {
-  with_type(t, [&]<class T>(T) {
-    auto *out = static_cast<typename T::Store *>(dst);
-    for (size_t i = 0; i < count; ++i) out[i] = T::store(src[i]);
+      average_fixed<E, 3>(out, inputs, begin, count);
   });
 }
 
@@ -223,25 +173,25 @@ Status average_with_peers(AlgoContext &ctx, const void *src, void *dst, size_t c
 }
 
 void apply_average_delta(void *w, const void *reduced, const void *temp, size_t count, DType t) {
-  with_type(t, [&]<class T>(T) {
-    using S = typename T::Store;
-    S *out = static_cast<S *>(w);
-    const S *avg = static_cast<const S *>(reduced), *before = static_cast<const S *>(temp);
+  elem::visit(t, [&]<class E>(E) {
     for (size_t i = 0; i < count; ++i)
-      out[i] = T::store(T::load(out[i]) + (T::load(avg[i]) - T::load(before[i])));
+      elem::store_at<E>(w, i,
+                        elem::load_at<E>(w, i) +
+                            (elem::load_at<E>(reduced, i) - elem::load_at<E>(temp, i)));
   });
 }
 
-Status lowprec_init(AlgoContext &ctx, const void *x, size_t count, DType t, LowprecReplicas *r) {
+Status lowprec_init(AlgoContext &ctx, const void *x, size_t count, DType t, uint32_t block,
+                    LowprecReplicas *r) {
   const int n = ctx.transport.size(), rank = ctx.transport.rank();
   r->self.resize(count);
   r->left.resize(count);
   r->right.resize(count);
-  const size_t encoded = codec::q8_encoded_bytes(count, codec::kDefaultQ8Block);
+  const size_t encoded = codec::q8_encoded_bytes(count, block);
   r->encoded_self.resize(encoded);
   r->encoded_left.resize(encoded);
   r->encoded_right.resize(encoded);
-  load_floats(x, count, t, r->self.data());
+  load_as_float(x, t, count, r->self.data());
   const int left = ring_mod(rank - 1, n), right = ring_mod(rank + 1, n);
   const std::vector<int> neighbours = ring_neighbours(rank, n);
   std::vector<void *> into{r->left.data(), r->right.data()};
@@ -255,7 +205,8 @@ Status lowprec_init(AlgoContext &ctx, const void *x, size_t count, DType t, Lowp
   return BAGUA_SUCCESS;
 }
 
-Status lowprec_step(AlgoContext &ctx, void *x, size_t count, DType t, LowprecReplicas *r) {
+Status lowprec_step(AlgoContext &ctx, void *x, size_t count, DType t, uint32_t block,
+                    LowprecReplicas *r) {
   const int n = ctx.transport.size(), rank = ctx.transport.rank();
   if (n == 1) return BAGUA_SUCCESS;
   const std::vector<int> neighbours = ring_neighbours(rank, n);
@@ -263,7 +214,7 @@ Status lowprec_step(AlgoContext &ctx, void *x, size_t count, DType t, LowprecRep
   // 1. diff = (x - w) + sum over neighbours (N - w) / (neighbours + 1).
   ctx.scratch.resize(count * sizeof(float));
   float *diff = reinterpret_cast<float *>(ctx.scratch.data());
-  load_floats(x, count, t, diff);
+  load_as_float(x, t, count, diff);
   const float share = 1.0f / float(neighbours.size() + 1);
   for (size_t i = 0; i < count; ++i) {
     const float w = r->self[i];
@@ -271,7 +222,6 @@ Status lowprec_step(AlgoContext &ctx, void *x, size_t count, DType t, LowprecRep
     diff[i] = (diff[i] - w) + mixing * share;
   }
   // 2. Q = encode(diff), sent to both neighbours; Q_L, Q_R received.
-  const uint32_t block = codec::kDefaultQ8Block;
   if (codec::q8_encode(diff, DType::f32, count, block, r->encoded_self.data()) !=
       codec::CodecStatus::ok)
     return fail(BAGUA_ERR_INTERNAL, "low-precision step: q8_encode refused its input");
@@ -289,7 +239,7 @@ Status lowprec_step(AlgoContext &ctx, void *x, size_t count, DType t, LowprecRep
   // 4. w += decode(Q) (the same bytes and arithmetic as the neighbours'); x = w.
   s = codec::q8_decode_accumulate(r->encoded_self.data(), bytes, count, block, r->self.data());
   if (s != codec::CodecStatus::ok) return codec_error(s, "this rank's own message");
-  store_floats(r->self.data(), count, t, x);
+  store_from_float(r->self.data(), count, x, t);
   return BAGUA_SUCCESS;
 }
 

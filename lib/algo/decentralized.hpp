@@ -40,10 +40,12 @@ struct LowprecReplicas {
 };
 
 // Fills the replicas from the initial weights `x`: exact exchange with the
-// ring neighbours.
-Status lowprec_init(AlgoContext &ctx, const void *x, size_t count, DType t, LowprecReplicas *r);
+// ring neighbours. Messages are q8 with `block` elements per block.
+Status lowprec_init(AlgoContext &ctx, const void *x, size_t count, DType t, uint32_t block,
+                    LowprecReplicas *r);
 
 // One low-precision step on weights x (in place), see bagua_lowprec_step.
-Status lowprec_step(AlgoContext &ctx, void *x, size_t count, DType t, LowprecReplicas *r);
+Status lowprec_step(AlgoContext &ctx, void *x, size_t count, DType t, uint32_t block,
+                    LowprecReplicas *r);
 
 }  // namespace bagua

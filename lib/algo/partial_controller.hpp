@@ -22,8 +22,9 @@ using RequestWords = std::array<int64_t, 3>;
 // Controller -> member: {id, size, bridging, members[n], iterations[n]}.
 inline size_t assignment_words(int ranks) { return 3 + 2 * static_cast<size_t>(ranks); }
 
-inline Tag to_controller() { return TagSpace::make(Channel::partial_control, 0).at(0); }
-inline Tag to_member() { return TagSpace::make(Channel::partial_control, 0).at(1); }
+// The control plane has a communicator of its own, so two tags suffice.
+inline Tag to_controller() { return 0; }
+inline Tag to_member() { return 1; }
 
 void encode_assignment(const PlannedGroup &g, int ranks, std::vector<int64_t> *out);
 // Checks the words (size, sorted in-range members, `self` among them).

@@ -1,39 +1,119 @@
-// C entry points of the exact collectives.
+// C entry points of the blocking allreduces (exact and compressed), their
+// large-count variants, and bagua_allreduce_bytes. Each is: describe the
+// call, check it against the support matrix, run it (core/run.hpp).
+#include <climits>
+
 #include "../core/comm.hpp"
+#include "../core/run.hpp"
+#include "../core/runtime.hpp"
+#include "compressed.hpp"
 #include "guard.hpp"
-#include "validate.hpp"
 
 namespace bagua {
 namespace {
 
-Status choose_and_run(Communicator &comm, AlgoContext &ctx, const AllreduceArgs &args) {
-  const size_t bytes = args.count * dtype_size(args.dtype);
-  AllreduceAlgo algo = comm.options().allreduce_algo;
-  if (algo == AllreduceAlgo::automatic)
-    algo = bytes >= comm.options().ring_threshold_bytes ? AllreduceAlgo::ring
-                                                        : AllreduceAlgo::recursive_doubling;
-  return algo == AllreduceAlgo::ring ? allreduce_ring(ctx, args)
-                                     : allreduce_recursive_doubling(ctx, args);
-}
-
-Status allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                 MPI_Comm comm) {
-  ReductionCall call;
-  BAGUA_TRY(validate_reduction("bagua_allreduce", sendbuf, recvbuf, count, datatype, op, &call));
+Status allreduce(Wire wire, const void *sendbuf, void *recvbuf, int64_t count,
+                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                 bagua_sign_state_t state = nullptr) {
+  Call call;
+  BAGUA_TRY(describe_reduction(Family::allreduce, wire, sendbuf, recvbuf, count, datatype, op, comm,
+                               &call));
+  if (wire == Wire::sign) BAGUA_TRY(attach_sign_state(state, &call));
   Communicator *c = nullptr;
   BAGUA_TRY(Communicator::get(comm, &c));
   BAGUA_TRY(c->check_usable());
-  AlgoContext ctx = c->next_call(Channel::allreduce);
-  const AllreduceArgs args{call.src, call.dst, call.count, call.dtype, call.op};
-  return c->finish_call(choose_and_run(*c, ctx, args));
+  return run_blocking(*c, call);
+}
+
+Status wire_from_c(bagua_algorithm algorithm, Wire *out) {
+  // Read as an int: a C caller may pass any value.
+  const int value = static_cast<int>(algorithm);
+  if (value < 0 || value >= kWires)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "algorithm %d is not a bagua_algorithm", value);
+  *out = static_cast<Wire>(value);
+  return BAGUA_SUCCESS;
+}
+
+// A call of `count` elements to size (no buffers), with this process's options.
+Status sizing_call(bagua_algorithm algorithm, MPI_Count count, MPI_Datatype datatype,
+                   MPI_Count *bytes, Call *call, Options *options) {
+  BAGUA_TRY(runtime_ensure());
+  if (bytes == nullptr) return fail(BAGUA_ERR_INVALID_ARGUMENT, "bytes is NULL");
+  if (count < 0)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "count %lld is negative", static_cast<long long>(count));
+  *call = Call{};
+  BAGUA_TRY(wire_from_c(algorithm, &call->wire));
+  BAGUA_TRY(dtype_from_mpi(datatype, &call->dtype));
+  call->count = static_cast<size_t>(count);
+  return options_load(options);
+}
+
+Status encoded_bytes(bagua_algorithm algorithm, MPI_Count count, MPI_Datatype datatype,
+                     MPI_Count *bytes) {
+  Call call;
+  Options options;
+  BAGUA_TRY(sizing_call(algorithm, count, datatype, bytes, &call, &options));
+  size_t size = 0;
+  BAGUA_TRY(message_bytes(call, options, &size));
+  *bytes = static_cast<MPI_Count>(size);
+  return BAGUA_SUCCESS;
+}
+
+Status allreduce_bytes(bagua_algorithm algorithm, MPI_Count count, MPI_Datatype datatype,
+                       MPI_Comm comm, MPI_Count *bytes) {
+  Call call;
+  Options options;
+  BAGUA_TRY(sizing_call(algorithm, count, datatype, bytes, &call, &options));
+  if (comm == MPI_COMM_NULL) return fail(BAGUA_ERR_INVALID_ARGUMENT, "comm is MPI_COMM_NULL");
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  size_t sent = 0;
+  BAGUA_TRY(flat_bytes_sent(call, rank, size, options, &sent));
+  *bytes = static_cast<MPI_Count>(sent);
+  return BAGUA_SUCCESS;
 }
 
 }  // namespace
 }  // namespace bagua
 
-extern "C" int bagua_allreduce(const void *sendbuf, void *recvbuf, int count,
-                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  return bagua::guard("bagua_allreduce", [&] {
-    return bagua::allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+// Each allreduce and its large-count twin: one body, two C signatures.
+#define BAGUA_DEFINE_ALLREDUCE(name, wire)                                                        \
+  extern "C" int name(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,      \
+                      MPI_Op op, MPI_Comm comm) {                                                 \
+    return bagua::guard(#name, [&] {                                                              \
+      return bagua::allreduce(wire, sendbuf, recvbuf, count, datatype, op, comm);                 \
+    });                                                                                           \
+  }                                                                                               \
+  extern "C" int name##_c(const void *sendbuf, void *recvbuf, MPI_Count count,                    \
+                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {                      \
+    return bagua::guard(#name "_c", [&] {                                                         \
+      return bagua::allreduce(wire, sendbuf, recvbuf, count, datatype, op, comm);                 \
+    });                                                                                           \
+  }
+
+BAGUA_DEFINE_ALLREDUCE(bagua_allreduce, bagua::Wire::exact)
+BAGUA_DEFINE_ALLREDUCE(bagua_allreduce_q8, bagua::Wire::q8)
+BAGUA_DEFINE_ALLREDUCE(bagua_allreduce_fp16, bagua::Wire::fp16)
+BAGUA_DEFINE_ALLREDUCE(bagua_allreduce_bf16, bagua::Wire::bf16)
+
+extern "C" int bagua_allreduce_sign(const void *sendbuf, void *recvbuf, int count,
+                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                    bagua_sign_state_t state) {
+  return bagua::guard("bagua_allreduce_sign", [&] {
+    return bagua::allreduce(bagua::Wire::sign, sendbuf, recvbuf, count, datatype, op, comm, state);
+  });
+}
+
+extern "C" int bagua_encoded_bytes(bagua_algorithm algorithm, MPI_Count count,
+                                   MPI_Datatype datatype, MPI_Count *bytes) {
+  return bagua::guard("bagua_encoded_bytes",
+                      [&] { return bagua::encoded_bytes(algorithm, count, datatype, bytes); });
+}
+
+extern "C" int bagua_allreduce_bytes(bagua_algorithm algorithm, MPI_Count count,
+                                     MPI_Datatype datatype, MPI_Comm comm, MPI_Count *bytes) {
+  return bagua::guard("bagua_allreduce_bytes", [&] {
+    return bagua::allreduce_bytes(algorithm, count, datatype, comm, bytes);
   });
 }

@@ -1,9 +1,9 @@
 // C entry points of asynchronous model averaging.
 #include "../core/async_average.hpp"
 
+#include "../core/call.hpp"
 #include "../core/runtime.hpp"
 #include "guard.hpp"
-#include "validate.hpp"
 
 struct bagua_async_s {
   std::unique_ptr<bagua::AsyncAverager> averager;
@@ -14,16 +14,14 @@ namespace {
 
 Status async_create(void *buf, int count, MPI_Datatype datatype, int interval_ms, MPI_Comm comm,
                     bagua_async_t *handle) {
-  const char *fn = "bagua_async_average_create";
-  if (handle == nullptr) return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: handle is NULL", fn);
+  if (handle == nullptr) return fail(BAGUA_ERR_INVALID_ARGUMENT, "handle is NULL");
   *handle = nullptr;
-  DType dtype;
-  BAGUA_TRY(validate_buffer(fn, buf, count, datatype, &dtype));
+  Call call;
+  BAGUA_TRY(describe_buffer(Family::async, Wire::exact, "buf", buf, count, datatype, comm, &call));
   if (interval_ms < 0)
-    return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: interval_ms %d is negative", fn, interval_ms);
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "interval_ms %d is negative", interval_ms);
   auto h = std::make_unique<bagua_async_s>();
-  BAGUA_TRY(AsyncAverager::create(buf, static_cast<size_t>(count), dtype, interval_ms, comm,
-                                  &h->averager));
+  BAGUA_TRY(AsyncAverager::create(buf, call.count, call.dtype, interval_ms, comm, &h->averager));
   *handle = h.release();
   return BAGUA_SUCCESS;
 }
@@ -32,7 +30,7 @@ Status async_create(void *buf, int count, MPI_Datatype datatype, int interval_ms
 template <class Body>
 int with_handle(const char *fn, bagua_async_t handle, Body body) {
   return guard(fn, [&] {
-    if (handle == nullptr) return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: handle is NULL", fn);
+    if (handle == nullptr) return fail(BAGUA_ERR_INVALID_ARGUMENT, "handle is NULL");
     return body(*handle->averager);
   });
 }
@@ -74,7 +72,7 @@ extern "C" int bagua_async_average_resume(bagua_async_t handle) {
 extern "C" int bagua_async_average_rounds(bagua_async_t handle, long long *rounds) {
   constexpr const char *fn = "bagua_async_average_rounds";
   return bagua::with_handle(fn, handle, [&](bagua::AsyncAverager &a) {
-    if (rounds == nullptr) return bagua::fail(BAGUA_ERR_INVALID_ARGUMENT, "%s: rounds is NULL", fn);
+    if (rounds == nullptr) return bagua::fail(BAGUA_ERR_INVALID_ARGUMENT, "rounds is NULL");
     *rounds = a.rounds();
     return BAGUA_SUCCESS;
   });

@@ -3,11 +3,11 @@
 // numbers of calls, so the per-call sequence of next_call() does not apply).
 #include <algorithm>
 
-#include "../algo/partial_average.hpp"
 #include "../core/partial_state.hpp"
+#include "../core/run.hpp"
 #include "../core/runtime.hpp"
+#include "../core/support.hpp"
 #include "guard.hpp"
-#include "validate.hpp"
 
 namespace bagua {
 namespace {
@@ -24,12 +24,14 @@ std::vector<double> member_weights(const PlannedGroup &g, PartialWeights kind) {
   return w;
 }
 
-void fill_info(const PlannedGroup &g, const std::vector<double> &weights, bagua_group_info *info) {
+void fill_info(const PlannedGroup &g, const std::vector<double> &weights, size_t bytes_sent,
+               bagua_group_info *info) {
   const int64_t newest = *std::max_element(g.iterations.begin(), g.iterations.end());
   info->group_id = g.id;
   info->size = static_cast<int>(g.members.size());
   info->listed = std::min(info->size, BAGUA_GROUP_INFO_MAX_MEMBERS);
   info->bridging = g.bridging ? 1 : 0;
+  info->bytes_sent = static_cast<long long>(bytes_sent);
   for (size_t i = 0; i < static_cast<size_t>(info->listed); ++i) {
     info->members[i] = g.members[i];
     info->iterations[i] = g.iterations[i];
@@ -41,25 +43,24 @@ void fill_info(const PlannedGroup &g, const std::vector<double> &weights, bagua_
 Status check_group_size(int group_size, int size) {
   if (group_size < 0 || group_size > size)
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
-                "bagua_partial_reduce: group_size %d is outside [0, %d] (0: the default, "
-                "BAGUA_PARTIAL_GROUP_SIZE)",
+                "group_size %d is outside [0, %d] (0: the default, BAGUA_PARTIAL_GROUP_SIZE)",
                 group_size, size);
   return BAGUA_SUCCESS;
 }
 
-// The q8 group average reads float32 and halves only, and averages uniformly.
-// Checked before the rank asks for a group, so a refused call leaves no
-// group waiting for it.
-Status check_compression(const char *fn, const ReductionCall &call, const PartialOptions &o) {
+// BAGUA_PARTIAL_COMPRESSION picks the call's wire format (support matrix),
+// and a codec averages uniformly. Checked before the rank asks for a group,
+// so a refused call leaves no group waiting for it.
+Status apply_compression(const PartialOptions &o, Call *call) {
   if (o.compression == PartialCompression::none) return BAGUA_SUCCESS;
-  if (call.dtype == DType::f64)
-    return fail(BAGUA_ERR_UNSUPPORTED_DATATYPE,
-                "%s: with BAGUA_PARTIAL_COMPRESSION=q8 the datatype must be MPI_FLOAT, "
-                "BAGUA_FLOAT16 or BAGUA_BFLOAT16 (got %s)",
-                fn, dtype_name(call.dtype));
+  call->wire = Wire::q8;
+  const Status s = check_support(call->family, call->wire, call->dtype, call->op, call->memory);
+  if (s != BAGUA_SUCCESS)
+    return fail(s, "with BAGUA_PARTIAL_COMPRESSION=q8: %s",
+                std::string(last_error_message()).c_str());
   if (o.weights != PartialWeights::uniform)
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
-                "%s: BAGUA_PARTIAL_COMPRESSION=q8 needs BAGUA_PARTIAL_WEIGHTS=uniform", fn);
+                "BAGUA_PARTIAL_COMPRESSION=q8 needs BAGUA_PARTIAL_WEIGHTS=uniform");
   return BAGUA_SUCCESS;
 }
 
@@ -74,44 +75,32 @@ Status get_state(Communicator *c, PartialState **out) {
   return PartialState::get(*c, out);
 }
 
-Status average_in_group(Communicator &c, PartialState &state, const ReductionCall &call,
-                        const PlannedGroup &group, size_t local, double weight) {
-  SubgroupTransport view(c.transport(), group.members, static_cast<int>(local));
-  AlgoContext ctx{view, TagSpace::make(Channel::partial_reduce, static_cast<uint32_t>(group.id)),
-                  Deadline::after_ms(c.options().timeout_ms), state.scratch(),
-                  c.options().segment_bytes};
-  if (c.options().partial.compression == PartialCompression::q8) {
-    const auto codec = make_q8_codec(static_cast<uint32_t>(c.options().compressed.codec_block));
-    return group_average_compressed(ctx, *codec, call.src, call.dst, call.count, call.dtype);
-  }
-  const size_t bytes = call.count * dtype_size(call.dtype);
-  const AllreduceAlgo algo = c.options().allreduce_algo;
-  const bool ring = algo == AllreduceAlgo::ring ||
-                    (algo == AllreduceAlgo::automatic && bytes >= c.options().ring_threshold_bytes);
-  return group_average(ctx, {call.src, call.dst, call.count, call.dtype, weight, ring});
-}
-
 Status partial_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                       int group_size, MPI_Comm comm, bagua_group_info *info) {
-  constexpr const char *fn = "bagua_partial_reduce";
   BAGUA_TRY(runtime_ensure());
-  ReductionCall call;
-  BAGUA_TRY(validate_reduction(fn, sendbuf, recvbuf, count, datatype, runtime_avg_op(), &call));
+  Call call;
+  BAGUA_TRY(describe_reduction(Family::partial, Wire::exact, sendbuf, recvbuf, count, datatype,
+                               runtime_avg_op(), comm, &call));
   Communicator *c = nullptr;
   BAGUA_TRY(Communicator::get(comm, &c));
   BAGUA_TRY(check_group_size(group_size, c->size()));
-  BAGUA_TRY(check_compression(fn, call, c->options().partial));
+  BAGUA_TRY(apply_compression(c->options().partial, &call));
   PartialState *state = nullptr;
   BAGUA_TRY(get_state(c, &state));
   PlannedGroup group;
-  BAGUA_TRY(c->finish_call(state->ready(resolve_group_size(group_size, *c), &group)));
+  BAGUA_TRY(c->record(state->ready(resolve_group_size(group_size, *c), &group)));
   const PartialWeights kind = c->options().partial.weights;
   const std::vector<double> weights = member_weights(group, kind);
   const size_t local = static_cast<size_t>(
       std::find(group.members.begin(), group.members.end(), c->rank()) - group.members.begin());
   const double weight = kind == PartialWeights::uniform ? -1.0 : weights[local];
-  BAGUA_TRY(c->finish_call(average_in_group(*c, *state, call, group, local, weight)));
-  if (info != nullptr) fill_info(group, weights, info);
+  BAGUA_TRY(run_group_average(*c, call, group.members, static_cast<int>(local), group.id, weight,
+                              state->scratch()));
+  if (info == nullptr) return BAGUA_SUCCESS;
+  size_t bytes = 0;
+  BAGUA_TRY(flat_bytes_sent(call, static_cast<int>(local), static_cast<int>(group.members.size()),
+                            c->options(), &bytes));
+  fill_info(group, weights, bytes, info);
   return BAGUA_SUCCESS;
 }
 
@@ -122,9 +111,9 @@ Status partial_leave(MPI_Comm comm) {
   BAGUA_TRY(get_state(c, &state));
   if (state->has_left())
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
-                "bagua_partial_leave: this rank already left (no bagua_partial_reduce since its "
-                "last bagua_partial_leave)");
-  return c->finish_call(state->leave());
+                "this rank already left (no bagua_partial_reduce since its last "
+                "bagua_partial_leave)");
+  return c->record(state->leave());
 }
 
 }  // namespace

@@ -1,17 +1,23 @@
-// Element types and reduction operations, independent of MPI handles.
+// The vocabulary every layer shares, independent of MPI handles: element
+// types (kernels/dtype.h, shared with the codecs), reduction operations, wire
+// formats and memory types.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "dtype.h"
+
 namespace bagua {
 
-enum class DType : uint8_t { f32, f64, f16, bf16 };
 enum class ReduceOp : uint8_t { sum, max, min, avg };
 
-constexpr size_t dtype_size(DType t) {
-  return t == DType::f64 ? 8 : t == DType::f32 ? 4 : 2;
-}
+// What crosses the wire: exact elements, or one of the codecs.
+enum class Wire : uint8_t { exact, q8, fp16, bf16, sign };
+constexpr int kWires = 5;
+
+// Where a buffer lives.
+enum class Memory : uint8_t { host, cuda };
 
 const char *dtype_name(DType t);
 const char *op_name(ReduceOp op);

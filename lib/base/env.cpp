@@ -22,7 +22,10 @@ constexpr EnvVar kVars[] = {
      "Message size in bytes from which auto uses the ring instead of recursive doubling."},
     {"BAGUA_SEGMENT_BYTES", "1048576",
      "Pipeline segment size in bytes for ring algorithms (4096 .. 1 GiB)."},
-    // @env compressed
+    {"BAGUA_TAG_UB", "0",
+     "Largest message tag bagua uses: 0 = the transport's limit (MPI_TAG_UB for mpi); "
+     ">= 32767 caps it (e.g. 32767, the MPI standard's minimum, to test the smallest tag "
+     "space)."},
     {"BAGUA_HIERARCHICAL", "0",
      "Compressed allreduce (q8, fp16, sign): 1 = exact reduce to a leader per node, "
      "compressed allreduce among the leaders, broadcast inside the node; 0 = flat."},
@@ -32,7 +35,6 @@ constexpr EnvVar kVars[] = {
     {"BAGUA_CODEC_BLOCK", "2048",
      "Elements per q8 / sign block (power of two, 64 .. 1048576): smaller blocks lower "
      "the error, larger ones the header overhead."},
-    // @env partial
     {"BAGUA_PARTIAL_GROUP_SIZE", "0",
      "Partial reduce: group size P used when a call passes group_size 0; 0 means half "
      "the ranks, rounded up."},
@@ -55,8 +57,6 @@ constexpr EnvVar kVars[] = {
     {"BAGUA_PARTIAL_COMPRESSION", "none",
      "Partial reduce: none = exact group average; q8 = the group averages with the q8 "
      "compressed allreduce (BAGUA_CODEC_BLOCK; float, float16, bfloat16; uniform weights)."},
-    // @env decentralized
-    // @env buckets
     {"BAGUA_BUCKET_BYTES", "10485760",
      "Bucketed communicator: default byte cap of a bucket (bagua_bucket_config_init); "
      "10 MiB as BAGUA."},

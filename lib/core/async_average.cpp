@@ -5,25 +5,14 @@
 #include <cstring>
 
 #include "../algo/decentralized.hpp"
+#include "run.hpp"
 
 namespace bagua {
 namespace {
 
-template <class T>
-void store(unsigned char *element, T value) {
-  std::memcpy(element, &value, sizeof value);
-}
-
 // One element of type t holding 1 (true) or 0 (false, all bytes zero).
 void set_flag(unsigned char *element, DType t, bool on) {
-  std::memset(element, 0, dtype_size(t));
-  if (!on) return;
-  switch (t) {
-    case DType::f32: return store(element, 1.0f);
-    case DType::f64: return store(element, 1.0);
-    case DType::f16: return store<uint16_t>(element, 0x3C00);   // 1.0 in binary16
-    case DType::bf16: return store<uint16_t>(element, 0x3F80);  // 1.0 in bfloat16
-  }
+  elem::visit(t, [&]<class E>(E) { elem::store_at<E>(element, 0, on ? 1 : 0); });
 }
 
 }  // namespace
@@ -70,33 +59,23 @@ void AsyncAverager::run() {
                      [&] { return stop_requested_; });
     }
     bool stop = false;
-    const Status s = average_once(&stop);
-    if (s != BAGUA_SUCCESS) {
-      failure_ = s;
-      failure_message_ = last_error_message();
-    }
-    if (s != BAGUA_SUCCESS || stop) break;
+    // A failed round is recorded in comm_'s failure state.
+    if (average_once(&stop) != BAGUA_SUCCESS || stop) break;
   }
   exited_ = true;
 }
 
-Status AsyncAverager::allreduce(const void *src, void *dst, size_t count, DType t, ReduceOp op) {
-  AlgoContext ctx = comm_->next_call(Channel::async_average);
-  const AllreduceArgs args{src, dst, count, t, op};
-  AllreduceAlgo algo = comm_->options().allreduce_algo;
-  if (algo == AllreduceAlgo::automatic)
-    algo = count * dtype_size(t) >= comm_->options().ring_threshold_bytes
-               ? AllreduceAlgo::ring
-               : AllreduceAlgo::recursive_doubling;
-  return algo == AllreduceAlgo::ring ? allreduce_ring(ctx, args)
-                                     : allreduce_recursive_doubling(ctx, args);
+Status AsyncAverager::average(const void *src, void *dst, size_t count, DType t) {
+  const Call call{Family::async, Wire::exact, src,     dst,          count,
+                  t,             ReduceOp::avg, Memory::host, nullptr, MPI_COMM_NULL};
+  return run_blocking(*comm_, call);
 }
 
 // A one-element allreduce among the ranks' callers: no rank returns before
 // every rank has called it.
 Status AsyncAverager::barrier() {
   float token = 0;
-  return allreduce(&token, &token, 1, DType::f32, ReduceOp::max);
+  return average(&token, &token, 1, DType::f32);
 }
 
 // temp = (w, this rank's stop request as 0 or 1); reduced = average of temp
@@ -113,7 +92,7 @@ Status AsyncAverager::average_once(bool *stop) {
     std::lock_guard guard(control_);
     set_flag(temp_.data() + bytes, dtype_, stop_requested_);
   }
-  BAGUA_TRY(allreduce(temp_.data(), reduced_.data(), count_ + 1, dtype_, ReduceOp::avg));
+  BAGUA_TRY(average(temp_.data(), reduced_.data(), count_ + 1, dtype_));
   const auto flag = reduced_.begin() + static_cast<std::ptrdiff_t>(bytes);
   *stop = std::any_of(flag, reduced_.end(), [](unsigned char b) { return b != 0; });
   if (*stop) return BAGUA_SUCCESS;
@@ -121,12 +100,6 @@ Status AsyncAverager::average_once(bool *stop) {
   apply_average_delta(buf_, reduced_.data(), temp_.data(), count_, dtype_);
   rounds_.fetch_add(1, std::memory_order_relaxed);
   return BAGUA_SUCCESS;
-}
-
-Status AsyncAverager::failure() const {
-  if (failure_ == BAGUA_SUCCESS) return BAGUA_SUCCESS;
-  return fail(failure_, "asynchronous averaging stopped after a failed round: %s",
-              failure_message_.c_str());
 }
 
 Status AsyncAverager::abort() {
@@ -138,22 +111,15 @@ Status AsyncAverager::abort() {
     wake_.notify_all();
     thread_.join();
   }
-  return failure();
+  return comm_->failure().first();
 }
 
 Status AsyncAverager::resume() {
   if (!exited_) return BAGUA_SUCCESS;
   if (thread_.joinable()) thread_.join();
-  if (failure_ != BAGUA_SUCCESS)
-    return fail(BAGUA_ERR_COMM_BROKEN, "asynchronous averaging failed earlier (%s): %s",
-                bagua_error_string(failure_), failure_message_.c_str());
+  BAGUA_TRY(comm_->check_usable());
   // Barrier: no rank's thread runs a round before every rank has resumed.
-  const Status s = barrier();
-  if (s != BAGUA_SUCCESS) {
-    failure_ = s;
-    failure_message_ = last_error_message();
-    return s;
-  }
+  BAGUA_TRY(barrier());
   start();
   return BAGUA_SUCCESS;
 }

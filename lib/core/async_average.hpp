@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "../algo/allreduce.hpp"
+#include "../base/dtype.hpp"
 #include "comm.hpp"
 
 namespace bagua {
@@ -45,10 +45,9 @@ class AsyncAverager {
 
   void start();
   void run();
-  Status allreduce(const void *src, void *dst, size_t count, DType t, ReduceOp op);
+  Status average(const void *src, void *dst, size_t count, DType t);
   Status barrier();
   Status average_once(bool *stop);
-  Status failure() const;
 
   void *const buf_;
   const size_t count_;
@@ -65,9 +64,6 @@ class AsyncAverager {
   std::thread thread_;
   std::atomic<bool> exited_{true};
   std::atomic<long long> rounds_{0};
-  // Written by the thread before it exits, read after join.
-  Status failure_ = BAGUA_SUCCESS;
-  std::string failure_message_;
 };
 
 }  // namespace bagua

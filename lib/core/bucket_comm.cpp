@@ -1,15 +1,24 @@
 #include "bucket_comm.hpp"
 
-#include <bit>
 #include <cstring>
+
+#include "run.hpp"
+#include "support.hpp"
 
 namespace bagua {
 namespace {
 
-// The sequence field of a tag has 15 bits: the bucket id takes the high ones,
-// the bucket's call counter the rest (at least 1 bit).
-constexpr int kSequenceBits = 15;
-constexpr size_t kMaxBuckets = size_t{1} << (kSequenceBits - 1);
+// The timeline's name of a bucket's collective.
+const char *collective_name(Wire w) {
+  switch (w) {
+    case Wire::exact: return "allreduce";
+    case Wire::q8: return "allreduce_q8";
+    case Wire::fp16: return "allreduce_fp16";
+    case Wire::bf16: return "allreduce_bf16";
+    case Wire::sign: return "allreduce_sign";
+  }
+  return "?";
+}
 
 // Records the phases an algorithm reports on the bucket's timeline track.
 class TimelineSink final : public PhaseSink {
@@ -137,18 +146,12 @@ Status BucketComm::check_layout_agrees() {
   return BAGUA_SUCCESS;
 }
 
+// Checks the choice against the support matrix and selects the schedule for
+// the bucket's size.
 Status BucketComm::build_algorithm(Bucket &b, BucketAlgorithmChoice choice) {
-  const size_t bytes = b.count * dtype_size(b.dtype);
-  const Options &options = comm_->options();
-  AllreduceAlgo exact = options.allreduce_algo;
-  if (exact == AllreduceAlgo::automatic)
-    exact = bytes >= options.ring_threshold_bytes ? AllreduceAlgo::ring
-                                                  : AllreduceAlgo::recursive_doubling;
-  const BucketAlgorithmSpec spec{choice.kind, choice.op, exact == AllreduceAlgo::ring,
-                                 static_cast<uint32_t>(options.compressed.codec_block),
-                                 comm_->size()};
-  BAGUA_TRY(check_bucket_algorithm(spec, b.dtype));
-  b.algorithm = make_bucket_algorithm(spec);
+  BAGUA_TRY(check_support(Family::bucket, choice.wire, b.dtype, choice.op, Memory::host));
+  BAGUA_TRY(select_schedule(SelectionSettings::from(comm_->options()), Family::bucket, choice.wire,
+                            b.count * dtype_size(b.dtype), Memory::host, &b.schedule));
   b.choice = choice;
   return BAGUA_SUCCESS;
 }
@@ -157,10 +160,12 @@ Status BucketComm::build_algorithm(Bucket &b, BucketAlgorithmChoice choice) {
 // every rank, and each supports the default algorithm.
 Status BucketComm::check_buckets() {
   constexpr const char *fn = "bagua_bucket_comm_finalize_registration";
-  if (buckets_.size() > kMaxBuckets)
+  // Buckets run concurrently, each in a tag slot of its own.
+  const size_t max_buckets = comm_->tags().slots();
+  if (buckets_.size() > max_buckets)
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
-                "%s: %zu buckets exceed the limit of %zu; raise bucket_bytes", fn, buckets_.size(),
-                kMaxBuckets);
+                "%s: %zu buckets exceed the limit of %zu (one tag slot each); raise bucket_bytes",
+                fn, buckets_.size(), max_buckets);
   BAGUA_TRY(check_layout_agrees());
   for (size_t i = 0; i < buckets_.size(); ++i) {
     const Status s = build_algorithm(buckets_[i], config_.algorithm);
@@ -184,7 +189,6 @@ Status BucketComm::finalize_registration(void **addresses, int *num_buckets) {
     buckets_.clear();  // registration stays open
     return s;
   }
-  bucket_bits_ = std::bit_width(buckets_.size() - 1);
   lay_out_storage(addresses);
   Timeline &timeline = Timeline::get();
   for (size_t i = 0; i < buckets_.size(); ++i)
@@ -247,11 +251,7 @@ Status BucketComm::set_algorithm(int bucket, BucketAlgorithmChoice choice) {
 Status BucketComm::mark_ready(int tensor) {
   BAGUA_TRY(check_tensor(tensor));
   std::lock_guard lock(mutex_);
-  if (broken_ != BAGUA_SUCCESS)
-    return fail(BAGUA_ERR_COMM_BROKEN,
-                "an earlier bucket failed with '%s'; destroy this "
-                "bucketed communicator",
-                bagua_error_string(broken_));
+  BAGUA_TRY(comm_->check_usable());
   Tensor &t = tensors_[tensor];
   if (t.ready)
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
@@ -271,13 +271,6 @@ void BucketComm::submit(int bucket) {
   b.ready_at = TimelineClock::now();
   Timeline::get().instant({timeline_id_, bucket}, "ready", b.round, b.ready_at);
   pool_->submit([this, bucket] { run_bucket(bucket); });
-}
-
-uint32_t BucketComm::sequence(int bucket, uint64_t round) const {
-  const int round_bits = kSequenceBits - bucket_bits_;
-  const uint64_t round_mask = (uint64_t{1} << round_bits) - 1;
-  return static_cast<uint32_t>((static_cast<uint64_t>(bucket) << round_bits) |
-                               (round & round_mask));
 }
 
 bool BucketComm::runs_on_storage(const Bucket &b) const { return !b.storage.empty(); }
@@ -313,15 +306,15 @@ Status BucketComm::execute(Bucket &b, TimelineTrack track) {
   if (runs_on_storage(b) && !config_.flatten)
     timeline.span(track, "pack", round, begin, TimelineClock::now());
   void *data = runs_on_storage(b) ? b.storage.data() : tensors_[b.tensors.front()].ptr;
-  const Options &options = comm_->options();
-  AlgoContext ctx{comm_->transport(),
-                  TagSpace::make(Channel::bucket, sequence(track.bucket, round)),
-                  Deadline::after_ms(options.timeout_ms), b.scratch, options.segment_bytes};
+  // Each bucket has a tag slot of its own: buckets run concurrently.
+  AlgoContext ctx = comm_->call_in_slot(static_cast<uint64_t>(track.bucket), b.scratch);
+  const Call call{Family::bucket, b.choice.wire, data,          data,         b.count,
+                  b.dtype,        b.choice.op,   Memory::host, nullptr,      MPI_COMM_NULL};
   TimelineSink sink(track, round);
   begin = TimelineClock::now();
-  const Status s = b.algorithm->run(ctx, BucketBuffer{data, b.count, b.dtype}, round,
-                                    timeline.enabled() ? &sink : nullptr);
-  timeline.span(track, b.algorithm->name(), round, begin, TimelineClock::now());
+  const Status s = run_flat(ctx, call, b.schedule, comm_->options(),
+                            timeline.enabled() ? &sink : nullptr);
+  timeline.span(track, collective_name(b.choice.wire), round, begin, TimelineClock::now());
   if (s != BAGUA_SUCCESS) return s;
   begin = TimelineClock::now();
   unpack(b);
@@ -348,7 +341,7 @@ void BucketComm::run_bucket(int bucket) {
   std::lock_guard lock(mutex_);
   b.result = s;
   b.message = s == BAGUA_SUCCESS ? "" : last_error_message();
-  if (Communicator::breaks(s) && broken_ == BAGUA_SUCCESS) broken_ = s;
+  comm_->record(s);
   b.state = State::done;
   changed_.notify_all();
 }

@@ -15,15 +15,17 @@
 #include <string>
 #include <vector>
 
-#include "../algo/bucket_algorithm.hpp"
+#include "call.hpp"
 #include "comm.hpp"
+#include "select.hpp"
 #include "timeline.hpp"
 #include "worker_pool.hpp"
 
 namespace bagua {
 
+// What a bucket runs: a wire format (exact allreduce or a codec) and its op.
 struct BucketAlgorithmChoice {
-  BucketAlgorithmKind kind = BucketAlgorithmKind::allreduce;
+  Wire wire = Wire::exact;
   ReduceOp op = ReduceOp::avg;
 };
 
@@ -70,7 +72,7 @@ class BucketComm {
     std::vector<unsigned char> storage;  // flattened tensors, or the packing buffer
     std::vector<unsigned char> scratch;
     BucketAlgorithmChoice choice;
-    std::unique_ptr<BucketAlgorithm> algorithm;
+    Schedule schedule = Schedule::ring;
     size_t unready = 0;
     State state = State::collecting;
     uint64_t round = 0;
@@ -94,7 +96,6 @@ class BucketComm {
   void pack(Bucket &b);
   void unpack(Bucket &b);
   bool runs_on_storage(const Bucket &b) const;
-  uint32_t sequence(int bucket, uint64_t round) const;
   Status wait_locked(std::unique_lock<std::mutex> &lock, int bucket,
                      TimelineClock::time_point deadline);
   Status consume(Bucket &b, int bucket);
@@ -106,11 +107,9 @@ class BucketComm {
   std::map<uintptr_t, int> by_address_;  // start address -> tensor, for overlap checks
   std::vector<Bucket> buckets_;
   bool finalized_ = false;
-  int bucket_bits_ = 0;  // tag bits taken by the bucket id
 
   std::mutex mutex_;  // guards tensors' ready flags and buckets' states
   std::condition_variable changed_;
-  Status broken_ = BAGUA_SUCCESS;
   std::unique_ptr<WorkerPool> pool_;
 };
 

@@ -12,13 +12,9 @@
 namespace bagua {
 namespace {
 
-// A transport over `dup`; one shared by threads serialises its calls.
-Status create_transport(TransportKind kind, MPI_Comm dup, bool shared_by_threads,
-                        std::unique_ptr<Transport> *out) {
-  BAGUA_TRY(kind == TransportKind::ucx ? ucx_transport_create(dup, out)
-                                       : mpi_transport_create(dup, out));
-  if (shared_by_threads) *out = std::make_unique<LockedTransport>(std::move(*out));
-  return BAGUA_SUCCESS;
+// The largest tag the communicator uses: the transport's, capped by BAGUA_TAG_UB.
+Tag largest_tag(const Transport &t, const Options &o) {
+  return o.tag_ub > 0 && Tag(o.tag_ub) < t.max_tag() ? Tag(o.tag_ub) : t.max_tag();
 }
 
 // Collective: every rank learns whether all ranks loaded valid settings, and
@@ -55,6 +51,14 @@ Status require_thread_level(TransportKind kind, const char *feature) {
 
 }  // namespace
 
+Status create_transport(TransportKind kind, MPI_Comm dup, bool shared_by_threads,
+                        std::unique_ptr<Transport> *out) {
+  BAGUA_TRY(kind == TransportKind::ucx ? ucx_transport_create(dup, out)
+                                       : mpi_transport_create(dup, out));
+  if (shared_by_threads) *out = std::make_unique<LockedTransport>(std::move(*out));
+  return BAGUA_SUCCESS;
+}
+
 Status check_mpi_initialized() {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
@@ -76,8 +80,9 @@ Status require_thread_multiple(const char *feature) {
   return BAGUA_SUCCESS;
 }
 
-Communicator::Communicator(MPI_Comm dup, Options options, std::unique_ptr<Transport> transport)
-    : dup_(dup), options_(options), transport_(std::move(transport)) {}
+Communicator::Communicator(MPI_Comm dup, Options options, std::unique_ptr<Transport> transport,
+                           TagLayout tags)
+    : dup_(dup), options_(options), transport_(std::move(transport)), tags_(tags) {}
 
 Communicator::~Communicator() {
   for (auto &extension : extensions_) extension.reset();
@@ -124,42 +129,29 @@ Status Communicator::create(MPI_Comm user_comm, const Options &options, bool sha
     return fail(BAGUA_ERR_TRANSPORT, "MPI_Comm_dup failed");
   MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
   std::unique_ptr<Transport> transport;
-  const Status s = create_transport(options.transport, dup, shared_by_threads, &transport);
+  TagLayout tags;
+  Status s = create_transport(options.transport, dup, shared_by_threads, &transport);
+  if (s == BAGUA_SUCCESS) s = TagLayout::make(largest_tag(*transport, options), &tags);
   if (s != BAGUA_SUCCESS) {
+    transport.reset();
     MPI_Comm_free(&dup);
     return s;
   }
-  out->reset(new Communicator(dup, options, std::move(transport)));
+  out->reset(new Communicator(dup, options, std::move(transport), tags));
   return BAGUA_SUCCESS;
 }
 
-Status Communicator::check_usable() const {
-  if (broken_ != BAGUA_SUCCESS)
-    return fail(BAGUA_ERR_COMM_BROKEN, "an earlier call failed with '%s'; free this communicator",
-                bagua_error_string(broken_));
-  return BAGUA_SUCCESS;
-}
+AlgoContext Communicator::next_call() { return call_in_slot(next_slot_++, scratch_); }
 
-AlgoContext Communicator::next_call(Channel channel) {
-  uint32_t &seq = sequence_[static_cast<size_t>(channel)];
-  return AlgoContext{*transport_, TagSpace::make(channel, seq++),
-                     Deadline::after_ms(options_.timeout_ms), scratch_, options_.segment_bytes};
+AlgoContext Communicator::call_in_slot(uint64_t slot, std::vector<unsigned char> &scratch) {
+  return AlgoContext{*transport_, tags_.call(slot), Deadline::after_ms(options_.timeout_ms),
+                     scratch, options_.segment_bytes};
 }
 
 Status Communicator::hierarchy(Hierarchy **out) {
   if (!hierarchy_) BAGUA_TRY(Hierarchy::create(dup_, options_.compressed.node_size, &hierarchy_));
   *out = hierarchy_.get();
   return BAGUA_SUCCESS;
-}
-
-bool Communicator::breaks(Status s) {
-  return s == BAGUA_ERR_TIMEOUT || s == BAGUA_ERR_TRANSPORT || s == BAGUA_ERR_MISMATCH ||
-         s == BAGUA_ERR_CORRUPT_DATA;
-}
-
-Status Communicator::finish_call(Status s) {
-  if (breaks(s)) broken_ = s;
-  return s;
 }
 
 }  // namespace bagua

@@ -12,21 +12,24 @@
 #include <memory>
 #include <vector>
 
-#include "../algo/allreduce.hpp"
-#include "../transport/transport.hpp"
+#include "../algo/context.hpp"
+#include "failure.hpp"
 #include "options.hpp"
+#include "tags.hpp"
 
 namespace bagua {
 
 class Hierarchy;
 
 // State of one collective family that lives as long as its communicator
-// (partial reduce's controller, a progress engine, ...). Destroyed before the
-// communicator's transport and duplicate.
+// (partial reduce's controller, the nonblocking calls' workers). Destroyed
+// before the communicator's transport and duplicate.
 class CommExtension {
  public:
   virtual ~CommExtension() = default;
 };
+enum class ExtensionKey : uint8_t { partial, nonblocking };
+constexpr size_t kExtensionKeys = 2;
 
 class Communicator {
  public:
@@ -40,10 +43,6 @@ class Communicator {
   static Status create_private(MPI_Comm user_comm, const char *feature,
                                std::unique_ptr<Communicator> *out);
 
-  // Whether a call that failed with `s` left messages in flight, which makes
-  // its communicator unusable. Thread-safe.
-  static bool breaks(Status s);
-
   ~Communicator();
   Communicator(const Communicator &) = delete;
   Communicator &operator=(const Communicator &) = delete;
@@ -53,17 +52,23 @@ class Communicator {
   int rank() const { return transport_->rank(); }
   int size() const { return transport_->size(); }
   MPI_Comm dup_comm() const { return dup_; }
+  const TagLayout &tags() const { return tags_; }
 
   // Fails when an earlier call broke this communicator.
-  Status check_usable() const;
+  Status check_usable() const { return failure_.check(); }
 
-  // A fresh context for the next call on `channel`; every rank calls in the
-  // same order so the tags agree.
-  AlgoContext next_call(Channel channel);
+  // A fresh context for the next blocking call (the next tag slot); every
+  // rank calls in the same order so the tags agree.
+  AlgoContext next_call();
+  // A context for a call in tag slot `slot` (concurrent or controller-
+  // numbered calls: nonblocking, buckets, partial-reduce groups), with its
+  // own scratch.
+  AlgoContext call_in_slot(uint64_t slot, std::vector<unsigned char> &scratch);
 
   // Records the outcome of a call: after a failure that breaks the
   // communicator, later calls are refused.
-  Status finish_call(Status s);
+  Status record(Status s) { return failure_.record(s); }
+  const FailureState &failure() const { return failure_; }
 
   // Node and node-leader sub-communicators of hierarchical mode, created
   // (collectively) on the first call that needs them.
@@ -72,7 +77,7 @@ class Communicator {
   // The extension of family `key`, created by `make(Communicator&,
   // std::unique_ptr<T>*)` on first use.
   template <class T, class Make>
-  Status extension(Channel key, Make make, T **out) {
+  Status extension(ExtensionKey key, Make make, T **out) {
     std::unique_ptr<CommExtension> &slot = extensions_[static_cast<size_t>(key)];
     if (!slot) {
       std::unique_ptr<T> created;
@@ -84,7 +89,8 @@ class Communicator {
   }
 
  private:
-  Communicator(MPI_Comm dup, Options options, std::unique_ptr<Transport> transport);
+  Communicator(MPI_Comm dup, Options options, std::unique_ptr<Transport> transport,
+               TagLayout tags);
 
   // The steps get() and create_private() share: duplicates user_comm and
   // creates the transport over the duplicate.
@@ -94,12 +100,18 @@ class Communicator {
   MPI_Comm dup_;
   Options options_;
   std::unique_ptr<Transport> transport_;
-  std::array<uint32_t, 16> sequence_{};
+  TagLayout tags_;
+  uint64_t next_slot_ = 0;
   std::vector<unsigned char> scratch_;
-  Status broken_ = BAGUA_SUCCESS;
+  FailureState failure_;
   std::unique_ptr<Hierarchy> hierarchy_;
-  std::array<std::unique_ptr<CommExtension>, 16> extensions_;
+  std::array<std::unique_ptr<CommExtension>, kExtensionKeys> extensions_;
 };
+
+// A transport over `dup` (a communicator the caller owns); one shared by
+// threads serialises its calls.
+Status create_transport(TransportKind kind, MPI_Comm dup, bool shared_by_threads,
+                        std::unique_ptr<Transport> *out);
 
 // MPI must be initialised and not finalised.
 Status check_mpi_initialized();

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "run.hpp"
 #include "runtime.hpp"
 
 namespace bagua {
@@ -51,7 +52,7 @@ Status NonblockingComm::get(MPI_Comm user_comm, NonblockingComm **out) {
   const auto make = [user_comm](Communicator &, std::unique_ptr<NonblockingComm> *created) {
     return create(user_comm, created);
   };
-  return c->extension(Channel::nonblocking, make, out);
+  return c->extension(ExtensionKey::nonblocking, make, out);
 }
 
 Status NonblockingComm::create(MPI_Comm user_comm, std::unique_ptr<NonblockingComm> *out) {
@@ -70,10 +71,7 @@ NonblockingComm::NonblockingComm(std::unique_ptr<Communicator> comm)
 NonblockingComm::~NonblockingComm() { pool_.reset(); }
 
 Status NonblockingComm::check_usable() {
-  if (broken_ != BAGUA_SUCCESS)
-    return fail(BAGUA_ERR_COMM_BROKEN,
-                "an earlier nonblocking call failed with '%s'; free this communicator",
-                bagua_error_string(broken_));
+  BAGUA_TRY(comm_->check_usable());
   if (in_flight_ >= kMaxInFlight)
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
                 "%d nonblocking calls are already in flight on this communicator (the limit); "
@@ -82,7 +80,10 @@ Status NonblockingComm::check_usable() {
   return BAGUA_SUCCESS;
 }
 
-Status NonblockingComm::start(Channel channel, Body body, MPI_Request *request) {
+Status NonblockingComm::start(const Call &call, MPI_Request *request) {
+  Schedule schedule;
+  BAGUA_TRY(select_schedule(SelectionSettings::from(comm_->options()), call.family, call.wire,
+                            call.count * dtype_size(call.dtype), call.memory, &schedule));
   std::lock_guard lock(mutex_);
   BAGUA_TRY(check_usable());
   auto *outcome = new Outcome;
@@ -91,18 +92,17 @@ Status NonblockingComm::start(Channel channel, Body body, MPI_Request *request) 
     delete outcome;
     return fail(BAGUA_ERR_TRANSPORT, "MPI_Grequest_start failed");
   }
-  const TagSpace tags = TagSpace::make(channel, sequence_++);
+  const uint64_t slot = next_slot_++;
   ++in_flight_;
   // The job owns its scratch; it touches the outcome only before completing
   // the request (MPI may free the outcome right after).
-  pool_->submit([this, tags, body = std::move(body), outcome, req = *request]() mutable {
+  pool_->submit([this, call, schedule, slot, outcome, req = *request]() mutable {
     std::vector<unsigned char> scratch;
-    AlgoContext ctx{comm_->transport(), tags, Deadline::after_ms(options().timeout_ms), scratch,
-                    options().segment_bytes};
+    AlgoContext ctx = comm_->call_in_slot(slot, scratch);
     Status s = BAGUA_ERR_INTERNAL;
     try {
       clear_last_error();
-      s = body(ctx);
+      s = comm_->record(run_flat(ctx, call, schedule, comm_->options()));
     } catch (const std::bad_alloc &) {
       s = fail(BAGUA_ERR_OUT_OF_MEMORY, "allocation failed in a nonblocking call");
     }
@@ -111,7 +111,6 @@ Status NonblockingComm::start(Channel channel, Body body, MPI_Request *request) 
     {
       std::lock_guard guard(mutex_);
       --in_flight_;
-      if (Communicator::breaks(s) && broken_ == BAGUA_SUCCESS) broken_ = s;
     }
     MPI_Grequest_complete(req);
   });

@@ -9,11 +9,10 @@
 
 #include <mpi.h>
 
-#include <functional>
 #include <memory>
 #include <mutex>
 
-#include "../algo/allreduce.hpp"
+#include "call.hpp"
 #include "comm.hpp"
 #include "worker_pool.hpp"
 
@@ -21,8 +20,8 @@ namespace bagua {
 
 class NonblockingComm final : public CommExtension {
  public:
-  // Most nonblocking calls in flight per communicator: distinct tags are
-  // guaranteed up to 2^15 of them, and each in-flight call holds a thread.
+  // Most nonblocking calls in flight per communicator: each holds a thread
+  // and a tag slot (every tag layout has at least 1024 slots).
   static constexpr int kMaxInFlight = 1024;
 
   static Status get(MPI_Comm user_comm, NonblockingComm **out);
@@ -31,13 +30,9 @@ class NonblockingComm final : public CommExtension {
   NonblockingComm(const NonblockingComm &) = delete;
   NonblockingComm &operator=(const NonblockingComm &) = delete;
 
-  const Options &options() const { return comm_->options(); }
-  int size() const { return comm_->size(); }
-
-  using Body = std::function<Status(AlgoContext &ctx)>;
-  // Starts `body` on a worker thread with the next context on `channel`, and
-  // returns a generalized request that completes when it returns.
-  Status start(Channel channel, Body body, MPI_Request *request);
+  // Starts `call` on a worker thread in the next tag slot, and returns a
+  // generalized request that completes when it has run.
+  Status start(const Call &call, MPI_Request *request);
 
  private:
   explicit NonblockingComm(std::unique_ptr<Communicator> comm);
@@ -46,9 +41,8 @@ class NonblockingComm final : public CommExtension {
 
   std::unique_ptr<Communicator> comm_;  // used by the workers; outlives pool_
   std::mutex mutex_;                    // guards the fields below
-  uint32_t sequence_ = 0;
+  uint64_t next_slot_ = 0;
   int in_flight_ = 0;
-  Status broken_ = BAGUA_SUCCESS;
   std::unique_ptr<WorkerPool> pool_;
 };
 

@@ -66,6 +66,12 @@ Status options_load(Options *out) {
   o.ring_threshold_bytes = static_cast<size_t>(value);
   BAGUA_TRY(env_int("BAGUA_SEGMENT_BYTES", 4096, int64_t{1} << 30, &value));
   o.segment_bytes = static_cast<size_t>(value);
+  BAGUA_TRY(env_int("BAGUA_TAG_UB", 0, INT32_MAX, &o.tag_ub));
+  if (o.tag_ub != 0 && o.tag_ub < 32767)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "BAGUA_TAG_UB=%lld is below 32767, the smallest MPI_TAG_UB the MPI standard "
+                "allows (0: use the transport's)",
+                static_cast<long long>(o.tag_ub));
   BAGUA_TRY(load_partial(&o.partial));
   BAGUA_TRY(load_compressed(&o.compressed));
   *out = o;

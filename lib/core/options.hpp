@@ -42,6 +42,7 @@ struct Options {
   AllreduceAlgo allreduce_algo = AllreduceAlgo::automatic;
   size_t ring_threshold_bytes = 65536;
   size_t segment_bytes = 1 << 20;
+  int64_t tag_ub = 0;  // 0: the transport's largest tag
 };
 
 Status options_load(Options *out);

@@ -2,7 +2,6 @@
 
 #include <thread>
 
-#include "../transport/mpi_transport.hpp"
 
 namespace bagua {
 namespace {
@@ -45,7 +44,7 @@ PartialPolicy policy_of(const PartialOptions &o) {
 }  // namespace
 
 Status PartialState::get(Communicator &comm, PartialState **out) {
-  return comm.extension(Channel::partial_reduce, &PartialState::create, out);
+  return comm.extension(ExtensionKey::partial, &PartialState::create, out);
 }
 
 Status PartialState::create(Communicator &comm, std::unique_ptr<PartialState> *out) {
@@ -55,8 +54,10 @@ Status PartialState::create(Communicator &comm, std::unique_ptr<PartialState> *o
   MPI_Comm control_comm;
   BAGUA_TRY(dup_with_deadline(comm.dup_comm(), Deadline::after_ms(comm.options().timeout_ms),
                               &control_comm));
+  // The controller thread and this rank's calls share the control transport.
   std::unique_ptr<Transport> control;
-  const Status s = mpi_transport_create(control_comm, &control);
+  const Status s =
+      create_transport(comm.options().transport, control_comm, /*shared_by_threads=*/true, &control);
   if (s != BAGUA_SUCCESS) {
     MPI_Comm_free(&control_comm);
     return s;

@@ -106,6 +106,16 @@ Status op_from_mpi(MPI_Op op, ReduceOp *out) {
   return BAGUA_SUCCESS;
 }
 
+MPI_Datatype datatype_to_mpi(DType t) {
+  switch (t) {
+    case DType::f64: return MPI_DOUBLE;
+    case DType::f16: return handles.float16;
+    case DType::bf16: return handles.bfloat16;
+    case DType::f32: break;
+  }
+  return MPI_FLOAT;
+}
+
 void registry_add(Communicator *c) {
   std::lock_guard lock(mutex);
   live.insert(c);

@@ -23,6 +23,8 @@ int runtime_comm_keyval();
 // Maps a user's MPI handles to the library's enums.
 Status dtype_from_mpi(MPI_Datatype datatype, DType *out);
 Status op_from_mpi(MPI_Op op, ReduceOp *out);
+// The MPI handle of an element type (after runtime_ensure).
+MPI_Datatype datatype_to_mpi(DType t);
 
 // Live communicator states, destroyed at MPI_Finalize if the user never
 // freed their communicators.

@@ -20,11 +20,6 @@ void WorkerPool::submit(std::function<void()> job) {
   wake_.notify_one();
 }
 
-size_t WorkerPool::threads() const {
-  std::lock_guard lock(mutex_);
-  return threads_.size();
-}
-
 // Takes jobs until the pool stops and the queue is empty.
 void WorkerPool::run() {
   std::unique_lock lock(mutex_);

@@ -27,12 +27,10 @@ class WorkerPool {
   // must not throw.
   void submit(std::function<void()> job);
 
-  size_t threads() const;
-
  private:
   void run();
 
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> jobs_;
   size_t idle_ = 0;

@@ -17,7 +17,7 @@ namespace bagua {
 class LockedTransport final : public Transport {
  public:
   explicit LockedTransport(std::unique_ptr<Transport> inner)
-      : Transport(inner->rank(), inner->size()), inner_(std::move(inner)) {}
+      : Transport(inner->rank(), inner->size(), inner->max_tag()), inner_(std::move(inner)) {}
 
   const char *name() const override { return inner_->name(); }
 

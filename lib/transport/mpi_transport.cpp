@@ -19,23 +19,59 @@ Status mpi_error(int code, const char *what, const Request &req) {
               text);
 }
 
+// One message of `bytes` bytes as MPI sees it: `count` MPI_BYTEs up to
+// INT_MAX; above that one element of a derived type (1 GiB blocks and the
+// remainder), so no message is limited by MPI's int count.
+struct Shape {
+  MPI_Datatype type = MPI_BYTE;
+  int count = 0;
+  bool derived = false;
+};
+
+Shape shape_of(size_t bytes) {
+  if (bytes <= static_cast<size_t>(INT_MAX)) return {MPI_BYTE, static_cast<int>(bytes), false};
+  constexpr size_t kBlock = size_t{1} << 30;
+  MPI_Datatype block, blocks, whole;
+  MPI_Type_contiguous(static_cast<int>(kBlock), MPI_BYTE, &block);
+  MPI_Type_contiguous(static_cast<int>(bytes / kBlock), block, &blocks);
+  const size_t rest = bytes % kBlock;
+  int lengths[2] = {1, static_cast<int>(rest)};
+  MPI_Aint displacements[2] = {0, static_cast<MPI_Aint>(bytes - rest)};
+  MPI_Datatype types[2] = {blocks, MPI_BYTE};
+  MPI_Type_create_struct(rest > 0 ? 2 : 1, lengths, displacements, types, &whole);
+  MPI_Type_commit(&whole);
+  MPI_Type_free(&block);
+  MPI_Type_free(&blocks);
+  return {whole, 1, true};
+}
+
+// A derived type may be freed once the operation using it is posted.
+void release(Shape &shape) {
+  if (shape.derived) MPI_Type_free(&shape.type);
+}
+
 class MpiTransport final : public Transport {
  public:
-  MpiTransport(MPI_Comm comm, int rank, int size) : Transport(rank, size), comm_(comm) {}
+  MpiTransport(MPI_Comm comm, int rank, int size, Tag max_tag)
+      : Transport(rank, size, max_tag), comm_(comm) {}
 
   const char *name() const override { return "mpi"; }
 
   Status isend(const void *buf, size_t bytes, int peer, Tag tag, Request *req) override {
-    BAGUA_TRY(prepare(bytes, peer, tag, false, req));
-    const int rc = MPI_Isend(buf, static_cast<int>(bytes), MPI_BYTE, peer, static_cast<int>(tag),
-                             comm_, &mpi_handle(req));
+    BAGUA_TRY(begin_request(bytes, peer, tag, false, req));
+    Shape shape = shape_of(bytes);
+    const int rc = MPI_Isend(buf, shape.count, shape.type, peer, static_cast<int>(tag), comm_,
+                             &mpi_handle(req));
+    release(shape);
     return posted(rc, "Isend", req);
   }
 
   Status irecv(void *buf, size_t bytes, int peer, Tag tag, Request *req) override {
-    BAGUA_TRY(prepare(bytes, peer, tag, true, req));
-    const int rc = MPI_Irecv(buf, static_cast<int>(bytes), MPI_BYTE, peer, static_cast<int>(tag),
-                             comm_, &mpi_handle(req));
+    BAGUA_TRY(begin_request(bytes, peer, tag, true, req));
+    Shape shape = shape_of(bytes);
+    const int rc = MPI_Irecv(buf, shape.count, shape.type, peer, static_cast<int>(tag), comm_,
+                             &mpi_handle(req));
+    release(shape);
     return posted(rc, "Irecv", req);
   }
 
@@ -53,8 +89,8 @@ class MpiTransport final : public Transport {
     if (!flag) return BAGUA_SUCCESS;
     req->active = false;
     if (req->is_recv) {
-      int received = 0;
-      MPI_Get_count(&st, MPI_BYTE, &received);
+      MPI_Count received = 0;
+      MPI_Get_elements_x(&st, MPI_BYTE, &received);
       if (static_cast<size_t>(received) != req->bytes) return mismatch(*req, "another size");
     }
     return BAGUA_SUCCESS;
@@ -75,12 +111,6 @@ class MpiTransport final : public Transport {
   }
 
  private:
-  Status prepare(size_t bytes, int peer, Tag tag, bool is_recv, Request *req) {
-    if (bytes > static_cast<size_t>(INT_MAX))
-      return fail(BAGUA_ERR_INTERNAL, "message of %zu bytes exceeds MPI's int count", bytes);
-    return begin_request(bytes, peer, tag, is_recv, req);
-  }
-
   static Status posted(int rc, const char *what, Request *req) {
     if (rc != MPI_SUCCESS) return mpi_error(rc, what, *req);
     req->active = true;
@@ -107,10 +137,12 @@ Status mpi_transport_create(MPI_Comm comm, std::unique_ptr<Transport> *out) {
   // Predefined attributes live on MPI_COMM_WORLD: communicators made by
   // MPI_Comm_split (unlike MPI_Comm_dup) do not carry them.
   MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
-  if (!flag || *tag_ub < static_cast<int>(kTagLimit - 1))
-    return fail(BAGUA_ERR_TRANSPORT, "MPI_TAG_UB is %d; bagua needs 2^31-1 (use Open MPI)",
-                flag ? *tag_ub : -1);
-  *out = std::make_unique<MpiTransport>(comm, rank, size);
+  if (!flag || *tag_ub < static_cast<int>(kMinTagUb))
+    return fail(BAGUA_ERR_TRANSPORT,
+                "MPI_TAG_UB is %d, below the %d the MPI standard guarantees: this MPI library "
+                "is not conforming; use BAGUA_TRANSPORT=ucx or another MPI",
+                flag ? *tag_ub : -1, static_cast<int>(kMinTagUb));
+  *out = std::make_unique<MpiTransport>(comm, rank, size, static_cast<Tag>(*tag_ub));
   return BAGUA_SUCCESS;
 }
 

@@ -14,10 +14,10 @@
 
 namespace bagua {
 
-// Message tags: 31 bits (fits MPI_TAG_UB of Open MPI). Algorithms compose
-// them with TagSpace below.
+// Message tags are opaque to the transport: it only checks them against its
+// largest tag (MPI_TAG_UB for MPI). What the bits mean is decided above it
+// (lib/core/tags.hpp).
 using Tag = uint32_t;
-constexpr Tag kTagLimit = 1u << 31;
 
 // The point in time after which a wait gives up with BAGUA_ERR_TIMEOUT.
 class Deadline {
@@ -45,7 +45,7 @@ struct Request {
 
 class Transport {
  public:
-  Transport(int rank, int size) : rank_(rank), size_(size) {}
+  Transport(int rank, int size, Tag max_tag) : rank_(rank), size_(size), max_tag_(max_tag) {}
   virtual ~Transport() = default;
   Transport(const Transport &) = delete;
   Transport &operator=(const Transport &) = delete;
@@ -53,6 +53,8 @@ class Transport {
   virtual const char *name() const = 0;
   int rank() const { return rank_; }
   int size() const { return size_; }
+  // The largest tag a message may carry.
+  Tag max_tag() const { return max_tag_; }
 
   // Starts sending `bytes` from `buf` to `peer`. `buf` must stay valid and
   // unchanged until the request completes. Messages with the same (peer, tag)
@@ -73,7 +75,7 @@ class Transport {
  protected:
   // Checks the peer and tag of a request being posted and records them.
   Status begin_request(size_t bytes, int peer, Tag tag, bool is_recv, Request *req) const {
-    if (peer < 0 || peer >= size_ || tag >= kTagLimit)
+    if (peer < 0 || peer >= size_ || tag > max_tag_)
       return fail(BAGUA_ERR_INTERNAL, "bad peer %d or tag 0x%x", peer, tag);
     req->bytes = bytes;
     req->peer = peer;
@@ -85,6 +87,7 @@ class Transport {
  private:
   int rank_;
   int size_;
+  Tag max_tag_;
 };
 
 // Waits for one request, failing with BAGUA_ERR_TIMEOUT at the deadline.
@@ -96,30 +99,5 @@ Status wait_all(Transport &t, std::span<Request> reqs, const Deadline &deadline)
 
 // Abandons every active request in `reqs` (used on error paths).
 void abandon_all(Transport &t, std::span<Request> reqs);
-
-// Tags of one collective call: [30:27] channel, [26:12] call sequence number,
-// [11:0] step within the call (wraps; messages with equal tags between the
-// same pair stay ordered, so a wrap never mis-matches).
-enum class Channel : uint32_t {
-  allreduce = 1,
-  allreduce_q8 = 2,
-  allreduce_cast = 3,
-  allreduce_sign = 4,
-  decentralized = 5,
-  partial_reduce = 6,
-  partial_control = 7,
-  async_average = 8,
-  hierarchical = 9,
-  bucket = 10,
-  nonblocking = 11,  // keys the nonblocking state; its calls use the channels above
-};
-
-struct TagSpace {
-  Tag base;
-  static TagSpace make(Channel channel, uint32_t sequence) {
-    return {(static_cast<Tag>(channel) << 27) | ((sequence & 0x7fffu) << 12)};
-  }
-  Tag at(uint32_t step) const { return base | (step & 0xfffu); }
-};
 
 }  // namespace bagua

@@ -76,7 +76,8 @@ Status agree(MPI_Comm comm, Status local) {
 
 class UcxTransport final : public Transport {
  public:
-  UcxTransport(int rank, int size) : Transport(rank, size) {}
+  // UCP tags have room for a full 32-bit bagua tag beside the sender's rank.
+  UcxTransport(int rank, int size) : Transport(rank, size, 0xffffffffu) {}
 
   ~UcxTransport() override {
     if (worker_ != nullptr) {

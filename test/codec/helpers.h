@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "codec.h"
+#include "lib/base/dtype.hpp"
 #include "cpu/codec_cpu.h"
 
 namespace codec_test {

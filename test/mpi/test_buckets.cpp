@@ -30,7 +30,7 @@ float expected_sum(int n, int tensor, size_t i, int round) {
 struct Model {
   std::vector<std::vector<float>> storage;
   std::vector<float *> tensors;  // current addresses (moved by flattening)
-  bagua_bucket_comm *bc = nullptr;
+  bagua_bucket_comm_t bc = nullptr;
   int buckets = 0;
 
   Model(int num_tensors, size_t bucket_bytes, int flatten, MPI_Op op = MPI_SUM) {
@@ -52,7 +52,7 @@ struct Model {
     REQUIRE(bagua_bucket_comm_finalize_registration(bc, addrs.data(), &buckets) == BAGUA_SUCCESS);
     for (void *a : addrs) tensors.push_back(static_cast<float *>(a));
   }
-  ~Model() { bagua_bucket_comm_destroy(bc); }
+  ~Model() { bagua_bucket_comm_destroy(&bc); }
   size_t size(int t) const { return storage[t].size(); }
 
   void fill(int rank, int round) {
@@ -144,7 +144,7 @@ TEST_CASE("buckets: many buckets in flight at once", "[buckets]") {
 TEST_CASE("buckets: mixed algorithms and datatypes in one model", "[buckets]") {
   const int rank = test::world_rank(), n = test::world_size();
   constexpr size_t kCount = 3000;
-  bagua_bucket_comm *bc = nullptr;
+  bagua_bucket_comm_t bc = nullptr;
   // Three float tensors of 12 KB each in buckets of 16 KB: one bucket each;
   // then a double tensor (a datatype change starts a new bucket).
   std::vector<std::vector<float>> f(3, std::vector<float>(kCount));
@@ -192,11 +192,11 @@ TEST_CASE("buckets: mixed algorithms and datatypes in one model", "[buckets]") {
     }
     CHECK(test::all_ranks(ok));
   }
-  REQUIRE(bagua_bucket_comm_destroy(bc) == BAGUA_SUCCESS);
+  REQUIRE(bagua_bucket_comm_destroy(&bc) == BAGUA_SUCCESS);
 }
 
 TEST_CASE("buckets: registration and usage errors are clear", "[buckets][errors]") {
-  bagua_bucket_comm *bc = nullptr;
+  bagua_bucket_comm_t bc = nullptr;
   test::expect_error(bagua_bucket_comm_create(MPI_COMM_NULL, nullptr, &bc), BAGUA_ERR_INVALID_ARGUMENT,
                "MPI_COMM_NULL");
   CHECK(bc == nullptr);
@@ -234,7 +234,7 @@ TEST_CASE("buckets: registration and usage errors are clear", "[buckets][errors]
   REQUIRE(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets) == BAGUA_SUCCESS);
   REQUIRE(bagua_bucket_comm_mark_ready(bc, 0) == BAGUA_SUCCESS);
   test::expect_error(bagua_bucket_comm_wait_all(bc), BAGUA_ERR_TIMEOUT, "first: tensor 1");
-  REQUIRE(bagua_bucket_comm_destroy(bc) == BAGUA_SUCCESS);
+  REQUIRE(bagua_bucket_comm_destroy(&bc) == BAGUA_SUCCESS);
 
   REQUIRE(bagua_bucket_comm_create(MPI_COMM_WORLD, nullptr, &bc) == BAGUA_SUCCESS);
   std::vector<double> c(10);
@@ -299,13 +299,16 @@ TEST_CASE("buckets: registration and usage errors are clear", "[buckets][errors]
   REQUIRE(bagua_bucket_comm_wait(bc, 0) == BAGUA_SUCCESS);
   // The round ended: tensors can be marked again.
   REQUIRE(bagua_bucket_comm_mark_ready(bc, 1) == BAGUA_SUCCESS);
-  CHECK(bagua_bucket_comm_destroy(bc) == BAGUA_SUCCESS);
+  CHECK(bagua_bucket_comm_destroy(&bc) == BAGUA_SUCCESS);
+  CHECK(bc == nullptr);
+  // Destroying again (a NULL handle) and a NULL pointer are no-ops.
+  CHECK(bagua_bucket_comm_destroy(&bc) == BAGUA_SUCCESS);
   CHECK(bagua_bucket_comm_destroy(nullptr) == BAGUA_SUCCESS);
 }
 
 TEST_CASE("buckets: ranks that register different tensors get a mismatch", "[buckets][errors]") {
   if (test::world_size() < 2) return;
-  bagua_bucket_comm *bc = nullptr;
+  bagua_bucket_comm_t bc = nullptr;
   REQUIRE(bagua_bucket_comm_create(MPI_COMM_WORLD, nullptr, &bc) == BAGUA_SUCCESS);
   std::vector<float> a(20);
   int id = 0, buckets = 0;
@@ -313,7 +316,7 @@ TEST_CASE("buckets: ranks that register different tensors get a mismatch", "[buc
                                      &id) == BAGUA_SUCCESS);
   test::expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets), BAGUA_ERR_MISMATCH,
                "different tensors");
-  bagua_bucket_comm_destroy(bc);
+  bagua_bucket_comm_destroy(&bc);
 }
 
 TEST_CASE("iallreduce: requests complete with MPI_Wait, MPI_Waitall and MPI_Test", "[iallreduce]") {
@@ -406,7 +409,7 @@ TEST_CASE("buckets: a default algorithm a bucket cannot run fails finalize, whic
   bagua_bucket_config config;
   REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
   config.algorithm = {BAGUA_BUCKET_ALLREDUCE_Q8, BAGUA_AVG};
-  bagua_bucket_comm *bc = nullptr;
+  bagua_bucket_comm_t bc = nullptr;
   REQUIRE(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc) == BAGUA_SUCCESS);
   std::vector<double> d(8);
   std::vector<float> f(8);
@@ -418,5 +421,5 @@ TEST_CASE("buckets: a default algorithm a bucket cannot run fails finalize, whic
   REQUIRE(bagua_bucket_comm_register(bc, f.data(), 8, MPI_FLOAT, &id) == BAGUA_SUCCESS);
   test::expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets),
                BAGUA_ERR_UNSUPPORTED_DATATYPE, "bucket 0");
-  bagua_bucket_comm_destroy(bc);
+  bagua_bucket_comm_destroy(&bc);
 }

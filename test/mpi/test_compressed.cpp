@@ -18,7 +18,8 @@ struct Method {
   const char *name;
   Allreduce fn;
 };
-const Method kMethods[] = {{"q8", bagua_allreduce_q8}, {"fp16", bagua_allreduce_fp16}};
+const Method kMethods[] = {
+    {"q8", bagua_allreduce_q8}, {"fp16", bagua_allreduce_fp16}, {"bf16", bagua_allreduce_bf16}};
 
 // Smooth values in [-1, 1] that differ per rank.
 double input(int rank, size_t i) { return std::sin(0.0137 * double(i) + 1.3 * rank); }
@@ -33,12 +34,14 @@ double exact(Type t, MPI_Op op, int n, size_t i) {
 // Documented bounds for inputs in [-1, 1]: q8 quantizes each of the n - 1
 // other contributions (block range <= 2) and the reduced sum (range <= 2n)
 // once, each with error <= range / 510. fp16 rounds each scaled value to
-// float16 (relative 2^-11, absolute 2^-25 in the subnormals) at most twice.
-// Plus the rounding of the output type.
+// float16 (relative 2^-11, absolute 2^-25 in the subnormals) at most twice;
+// bf16 rounds each value to bfloat16 (relative 2^-8) at most twice. Plus the
+// rounding of the output type.
 double bound(const char *method, Type t, MPI_Op op, int n, double value) {
-  double b = std::string(method) == "q8"
-                 ? (2.0 * (n - 1) + 2.0 * n) / 510.0
-                 : 2.0 * n * (std::ldexp(1.0, -11) + n * std::ldexp(1.0, -25));
+  const std::string name = method;
+  double b = name == "q8"     ? (2.0 * (n - 1) + 2.0 * n) / 510.0
+             : name == "bf16" ? 2.0 * n * std::ldexp(1.0, -8)
+                              : 2.0 * n * (std::ldexp(1.0, -11) + n * std::ldexp(1.0, -25));
   if (op != MPI_SUM) b /= n;
   const double out_ulp = t == Type::f16    ? std::ldexp(1.0, -11)
                          : t == Type::bf16 ? std::ldexp(1.0, -8)
@@ -139,7 +142,7 @@ TEST_CASE("non-finite inputs make their block NaN on every rank", "[compressed]"
       if (rank == n - 1) data[poisoned] = bad;
       REQUIRE(m.fn(MPI_IN_PLACE, data.data(), int(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) ==
               BAGUA_SUCCESS);
-      // q8 flags the whole block (NaN); fp16 casts element-wise (Inf stays
+      // q8 flags the whole block (NaN); fp16 and bf16 cast element-wise (Inf stays
       // Inf); one rank does no encoding at all.
       const bool flagged = n > 1 && std::string(m.name) == "q8";
       if (flagged || std::isnan(bad)) CHECK(std::isnan(data[poisoned]));
@@ -211,21 +214,21 @@ TEST_CASE("compressed allreduce rejects bad arguments clearly", "[compressed][er
   for (const Method &m : kMethods) {
     INFO(m.name);
     test::expect_error(m.fn(nullptr, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-                 BAGUA_ERR_INVALID_ARGUMENT, "sendbuf is NULL");
+                       BAGUA_ERR_INVALID_ARGUMENT, "sendbuf is NULL");
     test::expect_error(m.fn(a, nullptr, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-                 BAGUA_ERR_INVALID_ARGUMENT, "recvbuf is NULL");
-    test::expect_error(m.fn(a, b, -1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), BAGUA_ERR_INVALID_ARGUMENT,
-                 "negative");
-    test::expect_error(m.fn(a, b, 8, MPI_INT, MPI_SUM, MPI_COMM_WORLD), BAGUA_ERR_UNSUPPORTED_DATATYPE,
-                 "datatype");
-    test::expect_error(m.fn(a, b, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), BAGUA_ERR_UNSUPPORTED_DATATYPE,
-                 "BAGUA_FLOAT16");
+                       BAGUA_ERR_INVALID_ARGUMENT, "recvbuf is NULL");
+    test::expect_error(m.fn(a, b, -1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+                       BAGUA_ERR_INVALID_ARGUMENT, "negative");
+    test::expect_error(m.fn(a, b, 8, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
+                       BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
+    test::expect_error(m.fn(a, b, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
+                       BAGUA_ERR_UNSUPPORTED_DATATYPE, "BAGUA_FLOAT16");
     test::expect_error(m.fn(a, b, 8, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD), BAGUA_ERR_UNSUPPORTED_OP,
-                 "MPI_SUM or BAGUA_AVG");
+                       "MPI_SUM or BAGUA_AVG");
     test::expect_error(m.fn(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_NULL), BAGUA_ERR_INVALID_ARGUMENT,
-                 "MPI_COMM_NULL");
-    test::expect_error(m.fn(a, a + 2, 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), BAGUA_ERR_INVALID_ARGUMENT,
-                 "overlap");
+                       "MPI_COMM_NULL");
+    test::expect_error(m.fn(a, a + 2, 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+                       BAGUA_ERR_INVALID_ARGUMENT, "overlap");
     CHECK(m.fn(nullptr, nullptr, 0, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == BAGUA_SUCCESS);
   }
 }
@@ -233,22 +236,22 @@ TEST_CASE("compressed allreduce rejects bad arguments clearly", "[compressed][er
 TEST_CASE("sign state misuse is reported", "[compressed][errors]") {
   float a[8] = {}, b[8] = {};
   bagua_sign_state_t state = nullptr;
-  test::expect_error(bagua_sign_state_create(-1, MPI_COMM_WORLD, &state), BAGUA_ERR_INVALID_ARGUMENT,
-               "negative");
+  test::expect_error(bagua_sign_state_create(-1, MPI_COMM_WORLD, &state),
+                     BAGUA_ERR_INVALID_ARGUMENT, "negative");
   test::expect_error(bagua_sign_state_create(8, MPI_COMM_NULL, &state), BAGUA_ERR_INVALID_ARGUMENT,
-               "MPI_COMM_NULL");
-  test::expect_error(bagua_sign_state_create(8, MPI_COMM_WORLD, nullptr), BAGUA_ERR_INVALID_ARGUMENT,
-               "state is NULL");
-  test::expect_error(bagua_sign_state_destroy(nullptr), BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
+                     "MPI_COMM_NULL");
+  test::expect_error(bagua_sign_state_create(8, MPI_COMM_WORLD, nullptr),
+                     BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
+  CHECK(bagua_sign_state_destroy(nullptr) == BAGUA_SUCCESS);
   test::expect_error(bagua_allreduce_sign(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, nullptr),
-               BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
+                     BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
   REQUIRE(bagua_sign_state_create(8, MPI_COMM_WORLD, &state) == BAGUA_SUCCESS);
   test::expect_error(bagua_allreduce_sign(a, b, 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, state),
-               BAGUA_ERR_INVALID_ARGUMENT, "count 8");
+                     BAGUA_ERR_INVALID_ARGUMENT, "count 8");
   test::expect_error(bagua_allreduce_sign(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_SELF, state),
-               BAGUA_ERR_INVALID_ARGUMENT, "another comm");
+                     BAGUA_ERR_INVALID_ARGUMENT, "another comm");
   test::expect_error(bagua_allreduce_sign(a, b, 8, MPI_INT, MPI_SUM, MPI_COMM_WORLD, state),
-               BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
+                     BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
   CHECK(bagua_sign_state_destroy(&state) == BAGUA_SUCCESS);
   CHECK(bagua_sign_state_destroy(&state) == BAGUA_SUCCESS);  // NULL *state: no-op
 }
@@ -263,7 +266,7 @@ TEST_CASE("bad compressed settings are clear errors", "[compressed][errors]") {
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     float x = 1;
     test::expect_error(bagua_allreduce_q8(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, comm),
-                 BAGUA_ERR_INVALID_ARGUMENT, name);
+                       BAGUA_ERR_INVALID_ARGUMENT, name);
     unsetenv(name);
     MPI_Comm_free(&comm);
   }

@@ -213,10 +213,10 @@ TEST_CASE("bagua_async_average_create is refused with BAGUA_ERR_THREAD_LEVEL", "
 TEST_CASE("bagua_bucket_comm_create is refused with BAGUA_ERR_THREAD_LEVEL", "[thread_level]") {
   refused_then_blocking_works("bagua_bucket_comm_create", [](MPI_Comm comm) {
     static char placeholder = 0;
-    bagua_bucket_comm *bc = reinterpret_cast<bagua_bucket_comm *>(&placeholder);
+    bagua_bucket_comm_t bc = reinterpret_cast<bagua_bucket_comm_t>(&placeholder);
     const int rc = bagua_bucket_comm_create(comm, nullptr, &bc);
     if (rc == BAGUA_SUCCESS) {
-      bagua_bucket_comm_destroy(bc);  // join its workers before going on
+      bagua_bucket_comm_destroy(&bc);  // join its workers before going on
     } else {
       CHECK(bc == nullptr);
     }

@@ -1,5 +1,5 @@
 // Element-wise kernels of the compressed allreduce's reduce step on device
-// memory (compressed_codecs_cuda.cu). Plain declarations, so both nvcc and
+// memory (cuda_codecs.cu). Plain declarations, so both nvcc and
 // the C++ compiler read them; streams are cudaStream_t passed as void *.
 #pragma once
 
@@ -7,7 +7,7 @@
 
 namespace bagua {
 
-// Element-wise kernels of the reduce step (compressed_codecs_cuda.cu), enqueued on
+// Element-wise kernels of the reduce step (cuda_codecs.cu), enqueued on
 // `stream`: out = src as float32; acc /= divisor; dst = acc in type t.
 codec::CodecStatus gpu_load_as_float(const void *src, DType t, size_t count, float *out,
                                      void *stream);

@@ -22,19 +22,19 @@ bool cuda_device_present() {
 
 }  // namespace
 
-bool is_device_pointer(const void *p) {
-  if (p == nullptr || !cuda_device_present()) return false;
+Memory memory_type_of(const void *p) {
+  if (p == nullptr || !cuda_device_present()) return Memory::host;
   cudaPointerAttributes attr{};
   if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
     cudaGetLastError();
-    return false;
+    return Memory::host;
   }
-  return attr.type == cudaMemoryTypeDevice;
+  return attr.type == cudaMemoryTypeDevice ? Memory::cuda : Memory::host;
 }
 
 #else
 
-bool is_device_pointer(const void *) { return false; }
+Memory memory_type_of(const void *) { return Memory::host; }
 
 #endif
 

@@ -1,12 +1,12 @@
-// GPU adapters of the compressed allreduce (see compressed_codecs_cuda.hpp).
-#include "compressed_codecs_cuda.hpp"
+// GPU adapters of the compressed allreduce (see cuda_codecs.hpp).
+#include "cuda_codecs.hpp"
 
 #include <cuda_runtime_api.h>
 
 #include <cstring>
 
 #include "codec_cuda.h"
-#include "compressed_codecs_cuda.cuh"
+#include "cuda_codecs.cuh"
 
 namespace bagua {
 namespace {
@@ -198,14 +198,21 @@ class GpuCastCodec final : public GpuCodec {
 
 }  // namespace
 
-std::unique_ptr<ChunkCodec> make_gpu_q8_codec(uint32_t block, void *stream) {
-  return std::make_unique<GpuQ8Codec>(block, stream);
-}
-
-std::unique_ptr<ChunkCodec> make_gpu_cast_codec(codec::CastFormat format,
-                                                float contribution_prescale,
-                                                float reduced_prescale, void *stream) {
-  return std::make_unique<GpuCastCodec>(format, contribution_prescale, reduced_prescale, stream);
+std::unique_ptr<ChunkCodec> make_device_codec(Wire wire, uint32_t block,
+                                              float contribution_prescale,
+                                              float reduced_prescale, void *stream) {
+  switch (wire) {
+    case Wire::q8: return std::make_unique<GpuQ8Codec>(block, stream);
+    case Wire::fp16:
+    case Wire::bf16: {
+      const auto format = wire == Wire::fp16 ? codec::CastFormat::fp16 : codec::CastFormat::bf16;
+      return std::make_unique<GpuCastCodec>(format, contribution_prescale, reduced_prescale,
+                                            stream);
+    }
+    case Wire::exact:
+    case Wire::sign: break;
+  }
+  return nullptr;
 }
 
 }  // namespace bagua

@@ -1,7 +1,7 @@
 // Element-wise kernels of the compressed allreduce's reduce step on device
 // memory. Conversions are half.h's, shared with the host path, so a device
 // buffer gives the same bits as a host buffer.
-#include "compressed_codecs_cuda.cuh"
+#include "cuda_codecs.cuh"
 #include "cuda/common.cuh"
 
 namespace bagua {

@@ -1,0 +1,70 @@
+// The descriptor of one collective call (model: NCCL's ncclInfo). Every C
+// entry point builds one from its MPI-style arguments (describe_*), checks
+// it against the support matrix (support.hpp), and hands it on; the
+// selection policy (select.hpp) turns it into a schedule, and run.hpp runs
+// it. Memory types are resolved here, once per call.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "../base/dtype.hpp"
+#include "../base/status.hpp"
+
+namespace bagua {
+
+// The collective families: one row group of the support matrix each.
+enum class Family : uint8_t {
+  allreduce,      // bagua_allreduce, bagua_allreduce_q8/fp16/bf16/sign
+  iallreduce,     // bagua_iallreduce, bagua_iallreduce_q8
+  bucket,         // the bucketed communicator's buckets
+  partial,        // bagua_partial_reduce
+  decentralized,  // bagua_decentralized_average
+  lowprec,        // bagua_lowprec_*
+  async,          // bagua_async_average_*
+};
+constexpr int kFamilies = 7;
+
+// Error-feedback residuals of the sign codec (bagua_sign_state_t), float32:
+// `contribution` indexed like the user's buffer, `reduced` like the chunk
+// this rank owns.
+struct SignFeedback {
+  MPI_Comm comm;
+  size_t count;
+  std::vector<float> contribution, reduced;
+};
+
+struct Call {
+  Family family;
+  Wire wire;
+  const void *src;  // sendbuf, or recvbuf for MPI_IN_PLACE
+  void *dst;
+  size_t count;
+  DType dtype;
+  ReduceOp op;
+  Memory memory;
+  SignFeedback *feedback;  // Wire::sign only
+  MPI_Comm comm;           // the user's communicator (device calls: its CUDA stream)
+};
+
+// A reduction's arguments as MPI_Allreduce takes them: buffers (NULL only
+// with count 0; MPI_IN_PLACE; no partial overlap; aligned to the element
+// size), count >= 0, datatype and op handles, memory type; then the support
+// matrix. Every failure names the argument and the rule.
+Status describe_reduction(Family family, Wire wire, const void *sendbuf, void *recvbuf,
+                          int64_t count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                          Call *out);
+
+// A single buffer that a state object keeps using (lowprec, async, bucket
+// tensors): the same checks for one buffer (`name` is its argument), op
+// fixed to an average.
+Status describe_buffer(Family family, Wire wire, const char *name, const void *buf, int64_t count,
+                       MPI_Datatype datatype, MPI_Comm comm, Call *out);
+
+// Records the CUDA stream of device-buffer calls on `comm` (nullptr: the
+// default stream); kept by the memory component (lib/mc).
+void set_device_stream(MPI_Comm comm, void *stream);
+
+}  // namespace bagua

@@ -1,0 +1,77 @@
+#include "select.hpp"
+
+#include <limits>
+
+#include "support.hpp"
+
+namespace bagua {
+namespace {
+
+constexpr size_t kAny = std::numeric_limits<size_t>::max();
+constexpr uint8_t kHost = 1u << unsigned(Memory::host);
+constexpr uint8_t kAnyMemory = kHost | (1u << unsigned(Memory::cuda));
+// A setting that names an algorithm outranks the defaults.
+constexpr int kDefault = 10, kForced = 100;
+
+void add_exact_rules(const SelectionSettings &s, std::vector<ScoreRow> *rows) {
+  // Default: recursive doubling below the threshold, the ring from it on.
+  if (s.ring_threshold_bytes > 0)
+    rows->push_back({Wire::exact, Schedule::recursive_doubling, 0, s.ring_threshold_bytes - 1,
+                     kHost, kDefault});
+  rows->push_back({Wire::exact, Schedule::ring, s.ring_threshold_bytes, kAny, kHost, kDefault});
+  if (s.exact_algo == AllreduceAlgo::ring)
+    rows->push_back({Wire::exact, Schedule::ring, 0, kAny, kHost, kForced});
+  if (s.exact_algo == AllreduceAlgo::recursive_doubling)
+    rows->push_back({Wire::exact, Schedule::recursive_doubling, 0, kAny, kHost, kForced});
+}
+
+void add_compressed_rules(const SelectionSettings &s, Family family, std::vector<ScoreRow> *rows) {
+  // Hierarchical mode replaces the flat schedule of the blocking calls
+  // (host memory only); the other families always run flat.
+  const bool hierarchical = s.hierarchical && family == Family::allreduce;
+  for (Wire w : {Wire::q8, Wire::fp16, Wire::bf16, Wire::sign}) {
+    if (hierarchical)
+      rows->push_back({w, Schedule::hierarchical, 0, kAny, kHost, kForced});
+    else
+      rows->push_back({w, Schedule::bytegrad, 0, kAny, kAnyMemory, kDefault});
+  }
+}
+
+}  // namespace
+
+std::vector<ScoreRow> score_table(const SelectionSettings &settings, Family family) {
+  std::vector<ScoreRow> rows;
+  add_exact_rules(settings, &rows);
+  add_compressed_rules(settings, family, &rows);
+  return rows;
+}
+
+Status select_schedule(const SelectionSettings &settings, Family family, Wire wire, size_t bytes,
+                       Memory memory, Schedule *out) {
+  const ScoreRow *best = nullptr;
+  const std::vector<ScoreRow> rows = score_table(settings, family);
+  for (const ScoreRow &row : rows) {
+    const bool applies = row.wire == wire && bytes >= row.min_bytes && bytes <= row.max_bytes &&
+                         (row.memory & (1u << unsigned(memory)));
+    if (applies && (best == nullptr || row.score > best->score)) best = &row;
+  }
+  if (best == nullptr)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "no %s schedule runs on %s memory%s; pass host memory", wire_name(wire),
+                memory == Memory::cuda ? "CUDA device" : "host",
+                settings.hierarchical ? " with BAGUA_HIERARCHICAL=1" : "");
+  *out = best->schedule;
+  return BAGUA_SUCCESS;
+}
+
+const char *schedule_name(Schedule s) {
+  switch (s) {
+    case Schedule::ring: return "ring";
+    case Schedule::recursive_doubling: return "recursive_doubling";
+    case Schedule::bytegrad: return "bytegrad";
+    case Schedule::hierarchical: return "hierarchical";
+  }
+  return "?";
+}
+
+}  // namespace bagua

@@ -1,0 +1,57 @@
+// The selection policy, as data (model: UCC's coll_score): for a call's wire
+// format, size and memory type, which schedule runs. Every caller (the flat
+// calls, nonblocking calls, buckets, partial reduce, decentralized `all`,
+// asynchronous averaging, and bagua_allreduce_bytes for the trainer) asks
+// select_schedule; nothing else decides. Unit-tested without MPI.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "call.hpp"
+#include "options.hpp"
+
+namespace bagua {
+
+enum class Schedule : uint8_t {
+  ring,                // exact: pipelined ring reduce-scatter + allgather
+  recursive_doubling,  // exact: latency-optimal for small messages
+  bytegrad,            // compressed: all-to-all of encoded chunks, reduce, allgather
+  hierarchical,        // compressed: exact reduce in the node, ByteGrad among leaders
+};
+
+// The settings the policy reads (BAGUA_ALLREDUCE_ALGO, BAGUA_RING_THRESHOLD,
+// BAGUA_HIERARCHICAL).
+struct SelectionSettings {
+  AllreduceAlgo exact_algo = AllreduceAlgo::automatic;
+  size_t ring_threshold_bytes = 65536;
+  bool hierarchical = false;
+
+  static SelectionSettings from(const Options &o) {
+    return {o.allreduce_algo, o.ring_threshold_bytes, o.compressed.hierarchical};
+  }
+};
+
+// One rule: `schedule` may run `wire` for messages of [min_bytes, max_bytes]
+// in the memory types of `memory` (bit per Memory), with `score`; the
+// highest-scoring rule that applies wins.
+struct ScoreRow {
+  Wire wire;
+  Schedule schedule;
+  size_t min_bytes, max_bytes;
+  uint8_t memory;
+  int score;
+};
+
+// The rules for `family` under `settings` (printed by bagua-info).
+std::vector<ScoreRow> score_table(const SelectionSettings &settings, Family family);
+
+// The schedule of a call of `bytes` bytes; fails (naming the setting) when no
+// rule applies, e.g. CUDA buffers with BAGUA_HIERARCHICAL=1.
+Status select_schedule(const SelectionSettings &settings, Family family, Wire wire, size_t bytes,
+                       Memory memory, Schedule *out);
+
+const char *schedule_name(Schedule s);
+
+}  // namespace bagua

@@ -1,0 +1,142 @@
+#include "support.hpp"
+
+#include <string>
+
+namespace bagua {
+namespace {
+
+constexpr uint8_t bit(DType t) { return uint8_t(1u << unsigned(t)); }
+constexpr uint8_t bit(ReduceOp op) { return uint8_t(1u << unsigned(op)); }
+constexpr uint8_t bit(Memory m) { return uint8_t(1u << unsigned(m)); }
+
+constexpr uint8_t kAllTypes = bit(DType::f32) | bit(DType::f64) | bit(DType::f16) | bit(DType::bf16);
+// The codecs read float32 and the half types (doc/codecs.md).
+constexpr uint8_t kCodecTypes = bit(DType::f32) | bit(DType::f16) | bit(DType::bf16);
+constexpr uint8_t kAllOps = bit(ReduceOp::sum) | bit(ReduceOp::max) | bit(ReduceOp::min) |
+                            bit(ReduceOp::avg);
+// A compressed sum is a sum of decoded values: max and min have no codec.
+constexpr uint8_t kSumOps = bit(ReduceOp::sum) | bit(ReduceOp::avg);
+constexpr uint8_t kAverage = bit(ReduceOp::avg);
+constexpr uint8_t kHost = bit(Memory::host);
+constexpr uint8_t kAnyMemory = bit(Memory::host) | bit(Memory::cuda);
+
+using F = Family;
+using W = Wire;
+constexpr SupportRow kMatrix[] = {
+    {F::allreduce, W::exact, kAllTypes, kAllOps, kHost},
+    {F::allreduce, W::q8, kCodecTypes, kSumOps, kAnyMemory},
+    {F::allreduce, W::fp16, kCodecTypes, kSumOps, kAnyMemory},
+    {F::allreduce, W::bf16, kCodecTypes, kSumOps, kAnyMemory},
+    {F::allreduce, W::sign, kCodecTypes, kSumOps, kHost},
+    {F::iallreduce, W::exact, kAllTypes, kAllOps, kHost},
+    {F::iallreduce, W::q8, kCodecTypes, kSumOps, kHost},
+    {F::bucket, W::exact, kAllTypes, kAllOps, kHost},
+    {F::bucket, W::q8, kCodecTypes, kSumOps, kHost},
+    {F::bucket, W::fp16, kCodecTypes, kSumOps, kHost},
+    {F::bucket, W::bf16, kCodecTypes, kSumOps, kHost},
+    {F::partial, W::exact, kAllTypes, kAverage, kHost},
+    {F::partial, W::q8, kCodecTypes, kAverage, kHost},
+    {F::decentralized, W::exact, kAllTypes, kAverage, kHost},
+    {F::lowprec, W::q8, kCodecTypes, kAverage, kHost},
+    {F::async, W::exact, kAllTypes, kAverage, kHost},
+};
+
+const SupportRow *find_row(Family family, Wire wire) {
+  for (const SupportRow &row : kMatrix)
+    if (row.family == family && row.wire == wire) return &row;
+  return nullptr;
+}
+
+// "a, b or c" from the names of the set bits of `bits` (values 0..count-1).
+template <class Name>
+std::string list_of(uint8_t bits, int count, Name name) {
+  std::string out;
+  int listed = 0, total = 0;
+  for (int i = 0; i < count; ++i) total += (bits >> i) & 1;
+  for (int i = 0; i < count; ++i) {
+    if (!((bits >> i) & 1)) continue;
+    if (listed > 0) out += listed + 1 == total ? " or " : ", ";
+    out += name(i);
+    ++listed;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::span<const SupportRow> support_matrix() { return kMatrix; }
+
+const char *wire_name(Wire w) {
+  switch (w) {
+    case Wire::exact: return "exact";
+    case Wire::q8: return "q8";
+    case Wire::fp16: return "fp16";
+    case Wire::bf16: return "bf16";
+    case Wire::sign: return "sign";
+  }
+  return "?";
+}
+
+const char *family_name(Family f) {
+  switch (f) {
+    case Family::allreduce: return "allreduce";
+    case Family::iallreduce: return "iallreduce";
+    case Family::bucket: return "bucket";
+    case Family::partial: return "partial";
+    case Family::decentralized: return "decentralized";
+    case Family::lowprec: return "lowprec";
+    case Family::async: return "async";
+  }
+  return "?";
+}
+
+const char *dtype_handle_name(DType t) {
+  switch (t) {
+    case DType::f32: return "MPI_FLOAT";
+    case DType::f64: return "MPI_DOUBLE";
+    case DType::f16: return "BAGUA_FLOAT16";
+    case DType::bf16: return "BAGUA_BFLOAT16";
+  }
+  return "?";
+}
+
+const char *op_handle_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return "MPI_SUM";
+    case ReduceOp::max: return "MPI_MAX";
+    case ReduceOp::min: return "MPI_MIN";
+    case ReduceOp::avg: return "BAGUA_AVG";
+  }
+  return "?";
+}
+
+std::string dtype_list(uint8_t dtypes) {
+  return list_of(dtypes, 4, [](int i) { return dtype_handle_name(DType(i)); });
+}
+std::string op_list(uint8_t ops) {
+  return list_of(ops, 4, [](int i) { return op_handle_name(ReduceOp(i)); });
+}
+std::string memory_list(uint8_t memory) {
+  return list_of(memory, 2, [](int i) { return i == 0 ? "host" : "cuda"; });
+}
+
+Status check_support(Family family, Wire wire, DType t, ReduceOp op, Memory memory) {
+  const SupportRow *row = find_row(family, wire);
+  if (row == nullptr)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "the %s family does not offer the %s wire format",
+                family_name(family), wire_name(wire));
+  if (!(row->dtypes & bit(t)))
+    return fail(BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype must be %s for %s (got %s)",
+                dtype_list(row->dtypes).c_str(), wire_name(wire), dtype_handle_name(t));
+  if (!(row->ops & bit(op)))
+    return fail(BAGUA_ERR_UNSUPPORTED_OP, "op must be %s for %s (got %s)",
+                op_list(row->ops).c_str(), wire_name(wire), op_handle_name(op));
+  if (!(row->memory & bit(memory)))
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "CUDA device buffers are not supported here (%s, %s); pass host memory "
+                "(device buffers: bagua_allreduce_q8, _fp16 and _bf16)",
+                family_name(family), wire_name(wire));
+  return BAGUA_SUCCESS;
+}
+
+}  // namespace bagua
