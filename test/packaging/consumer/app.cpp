@@ -1,8 +1,7 @@
 // A C++ consumer of installed bagua (test/packaging), linked with MPI's C library only.
-// mpi.h comes first, as in many programs: it links only if bagua's compile flags (pkg-config
-// Cflags, the CMake target's definitions) keep MPI's C++ bindings out.
 #include <mpi.h>
-
+// mpi.h came first, as in many programs: this links only if bagua's compile flags
+// (pkg-config Cflags, the CMake target's definitions) kept MPI's C++ bindings out.
 #include <bagua.h>
 
 #include <algorithm>
