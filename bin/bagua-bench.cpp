@@ -45,9 +45,12 @@ size_t parse_size(const char *s) {
   char *end = nullptr;
   double v = std::strtod(s, &end);
   switch (*end) {
-    case 'G': case 'g': v *= 1024;  [[fallthrough]];
-    case 'M': case 'm': v *= 1024;  [[fallthrough]];
-    case 'K': case 'k': v *= 1024;
+    case 'G':
+    case 'g': v *= 1024; [[fallthrough]];
+    case 'M':
+    case 'm': v *= 1024; [[fallthrough]];
+    case 'K':
+    case 'k': v *= 1024;
   }
   return static_cast<size_t>(v);
 }
@@ -159,12 +162,12 @@ int main(int argc, char **argv) {
 
   if (rank == 0) {
     std::printf("# bagua-bench: %d ranks, transport %s, %d iters (+%d warmup)\n", n,
-                std::getenv("BAGUA_TRANSPORT") ? std::getenv("BAGUA_TRANSPORT") : "mpi",
-                cfg.iters, cfg.warmup);
-    std::printf("# %12s %12s %9s %5s %-8s %10s %8s %8s %7s %8s\n", "size(B)", "count", "type",
-                "op", "algo", "time(us)", "algbw", "busbw", "#wrong", "vs mpi");
-    std::printf("# %12s %12s %9s %5s %-8s %10s %8s %8s %7s %8s\n", "", "", "", "", "", "",
-                "(GB/s)", "(GB/s)", "", "(x)");
+                std::getenv("BAGUA_TRANSPORT") ? std::getenv("BAGUA_TRANSPORT") : "mpi", cfg.iters,
+                cfg.warmup);
+    std::printf("# %12s %12s %9s %5s %-8s %10s %8s %8s %7s %8s\n", "size(B)", "count", "type", "op",
+                "algo", "time(us)", "algbw", "busbw", "#wrong", "vs mpi");
+    std::printf("# %12s %12s %9s %5s %-8s %10s %8s %8s %7s %8s\n", "", "", "", "", "", "", "(GB/s)",
+                "(GB/s)", "", "(x)");
   }
   for (size_t bytes = cfg.min_bytes; bytes <= cfg.max_bytes; bytes *= cfg.factor) {
     const size_t count = std::max<size_t>(1, bytes / elem);

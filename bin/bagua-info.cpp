@@ -26,11 +26,10 @@ void print_build() {
 }
 
 void print_support() {
-  std::printf("#\n# Support matrix (family, wire format: datatypes; ops; memory)\n");
+  std::printf("#\n# Support matrix\n| family | wire | datatypes | ops | memory |\n");
+  std::printf("| --- | --- | --- | --- | --- |\n");
   for (const bagua::SupportRow &row : bagua::support_matrix())
-    std::printf("%-14s %-6s %s; %s; %s\n", bagua::family_name(row.family),
-                bagua::wire_name(row.wire), bagua::dtype_list(row.dtypes).c_str(),
-                bagua::op_list(row.ops).c_str(), bagua::memory_list(row.memory).c_str());
+    std::printf("%s\n", bagua::support_row_text(row).c_str());
 }
 
 // The selection rules of the blocking calls under the current environment.

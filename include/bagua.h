@@ -12,6 +12,12 @@
  * communicator as an MPI attribute and released when that communicator is
  * freed or at MPI_Finalize.
  *
+ * Buffers: like MPI, the collectives accept buffers of any alignment (a
+ * misaligned host buffer is staged through an aligned copy, which costs one
+ * copy each way). The state objects that keep a buffer across calls
+ * (bagua_lowprec_*, bagua_async_average_*, bagua_bucket_comm_register) need
+ * it aligned to the element size, as their comments say.
+ *
  * Threads: like MPI collectives, calls on one communicator must be made by one
  * thread at a time, in the same order on every rank. Calls on different
  * communicators may run concurrently when MPI was initialised with
@@ -65,7 +71,8 @@ typedef enum {
   BAGUA_ERR_TIMEOUT = 4,
   /** The MPI or UCX layer reported a failure. */
   BAGUA_ERR_TRANSPORT = 5,
-  /** Ranks disagree on the call (count, datatype or size of a message). */
+  /** Ranks disagree on the call (count, datatype, op or algorithm, found by
+   *  comparing a fingerprint before data moves; or a message's size). */
   BAGUA_ERR_MISMATCH = 6,
   /** Received bytes failed validation (corrupt or truncated encoding). */
   BAGUA_ERR_CORRUPT_DATA = 7,
@@ -154,8 +161,8 @@ BAGUA_API int bagua_allreduce_bytes(bagua_algorithm algorithm, MPI_Count count,
  * decentralized or low-precision step sends to each peer. Local.
  * @return as bagua_allreduce_bytes.
  */
-BAGUA_API int bagua_encoded_bytes(bagua_algorithm algorithm, MPI_Count count,
-                                  MPI_Datatype datatype, MPI_Count *bytes);
+BAGUA_API int bagua_encoded_bytes(bagua_algorithm algorithm, MPI_Count count, MPI_Datatype datatype,
+                                  MPI_Count *bytes);
 
 /* ----------------------------------------------------------------------------
  * Exact collectives
@@ -515,8 +522,9 @@ typedef struct bagua_lowprec_s *bagua_lowprec_t;
  * initial weights exactly, so rank r's w starts bit-identical to its left
  * neighbour's R and its right neighbour's L, and every step keeps it so.
  *
- * @param buf      the initial weights, count elements (read only here).
- *                 May be NULL only when count == 0.
+ * @param buf      the initial weights, count elements (read only here),
+ *                 aligned to the element size. May be NULL only when
+ *                 count == 0.
  * @param count    number of elements, >= 0, equal on every rank.
  * @param datatype MPI_FLOAT, BAGUA_FLOAT16 or BAGUA_BFLOAT16 (the q8 codec's
  *                 types; MPI_DOUBLE is refused).
@@ -543,13 +551,14 @@ BAGUA_API int bagua_lowprec_create(const void *buf, int count, MPI_Datatype data
  * distinct ring neighbours (2 for n >= 3, 1 for n == 2; for n == 1 a step
  * does nothing):
  * diff = (x - w) + sum over neighbours (N - w) / (n_r + 1); Q = q8(diff) with
- * blocks of BAGUA_CODEC_BLOCK elements (default 2048) is sent to both neighbours; w, L, R each add the
- * decoded message they correspond to; buf = w rounded to the element type.
- * For n >= 3 this is diff = x + L/3 + R/3 - 5/3 w of the reference.
+ * blocks of BAGUA_CODEC_BLOCK elements (default 2048) is sent to both neighbours; w, L, R each add
+ * the decoded message they correspond to; buf = w rounded to the element type. For n >= 3 this is
+ * diff = x + L/3 + R/3 - 5/3 w of the reference.
  *
  * @param state from bagua_lowprec_create.
- * @param buf   the weights, the count and datatype given at creation; may be
- *              a different pointer on each call.
+ * @param buf   the weights, the count and datatype given at creation,
+ *              aligned to the element size; may be a different pointer on
+ *              each call.
  *
  * Not thread-safe for one state; steps on states of the same comm follow the
  * rules of collectives on that comm. After a communication failure the
@@ -600,9 +609,10 @@ typedef struct bagua_async_s *bagua_async_t;
  * transport MPI must provide MPI_THREAD_MULTIPLE; with the ucx transport any
  * thread level works.
  *
- * @param buf         the weights, count elements; stays registered (must
- *                    stay valid) until bagua_async_average_destroy. May be NULL
- *                    only when count == 0.
+ * @param buf         the weights, count elements, aligned to the element
+ *                    size; stays registered (must stay valid) until
+ *                    bagua_async_average_destroy. May be NULL only when
+ *                    count == 0.
  * @param count       number of elements, >= 0, equal on every rank.
  * @param datatype    MPI_FLOAT, MPI_DOUBLE, BAGUA_FLOAT16 or BAGUA_BFLOAT16.
  * @param interval_ms pause before each round, >= 0;
@@ -714,11 +724,11 @@ typedef struct bagua_bucket_config {
 
 /** Static initializer: bucket_bytes BAGUA_BUCKET_DEFAULT_BYTES (not the
  *  environment), flatten 0, exact allreduce; op MPI_OP_NULL means BAGUA_AVG. */
-#define BAGUA_BUCKET_CONFIG_INITIALIZER                                             \
-  {                                                                                 \
-    sizeof(bagua_bucket_config), BAGUA_BUCKET_DEFAULT_BYTES, 0, {                   \
-      BAGUA_ALGORITHM_EXACT, MPI_OP_NULL                                            \
-    }                                                                               \
+#define BAGUA_BUCKET_CONFIG_INITIALIZER                           \
+  {                                                               \
+    sizeof(bagua_bucket_config), BAGUA_BUCKET_DEFAULT_BYTES, 0, { \
+      BAGUA_ALGORITHM_EXACT, MPI_OP_NULL                          \
+    }                                                             \
   }
 
 /** A bucketed communicator (opaque handle). */
@@ -773,7 +783,8 @@ BAGUA_API int bagua_bucket_comm_destroy(bagua_bucket_comm_t *bc);
  * datatypes in the same order. Not thread-safe (one thread registers).
  *
  * @param bc        the bucketed communicator.
- * @param ptr       host memory of count elements; must stay valid until
+ * @param ptr       host memory of count elements, aligned to the element
+ *                  size; must stay valid until
  *                  destroy (or finalize_registration with flatten). NULL
  *                  only when count == 0. Must not overlap another tensor.
  * @param count     number of elements, >= 0.

@@ -40,7 +40,7 @@ BAGUA_HD float bf16_to_float(uint16_t h) { return bits_float(uint32_t(h) << 16);
 BAGUA_HD uint16_t float_to_bf16(float f) {
   uint32_t u = float_bits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40u);  // quiet NaN
-  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+  u += 0x7fffu + ((u >> 16) & 1u);                                          // round to nearest even
   return uint16_t(u >> 16);
 }
 

@@ -105,8 +105,7 @@ class BucketedGradientAverage : public Algorithm {
   void register_tensors(std::span<const GradientTensor> tensors) {
     for (const GradientTensor &t : tensors) {
       int id = 0;
-      check(bagua_bucket_comm_register(bc_, t.values.data(), int(t.values.size()), MPI_FLOAT,
-                                       &id),
+      check(bagua_bucket_comm_register(bc_, t.values.data(), int(t.values.size()), MPI_FLOAT, &id),
             "bagua_bucket_comm_register");
       ids_[{t.layer, t.bias}] = id;
     }
@@ -138,10 +137,9 @@ class BucketedGradientAverage : public Algorithm {
 std::unique_ptr<Algorithm> make_gradient_average(MPI_Comm comm,
                                                  std::span<const GradientTensor> gradients,
                                                  const AlgorithmSettings &settings,
-                                                 bagua_algorithm algorithm,
-                                                 GradientAllreduce flat, const char *flat_name) {
-  if (!settings.buckets)
-    return std::make_unique<GradientAverage>(comm, flat, flat_name, algorithm);
+                                                 bagua_algorithm algorithm, GradientAllreduce flat,
+                                                 const char *flat_name) {
+  if (!settings.buckets) return std::make_unique<GradientAverage>(comm, flat, flat_name, algorithm);
   return std::make_unique<BucketedGradientAverage>(comm, gradients, algorithm,
                                                    size_t(settings.bucket_kb) * 1024);
 }
@@ -195,8 +193,7 @@ class DecentralizedAverage : public Algorithm {
     switch (mode_) {
       case BAGUA_PEER_ALL: return allreduce_bytes(BAGUA_ALGORITHM_EXACT, count, comm_);
       case BAGUA_PEER_SHIFT_ONE: return n > 1 ? message_bytes(BAGUA_ALGORITHM_EXACT, count) : 0;
-      case BAGUA_PEER_RING:
-        return message_bytes(BAGUA_ALGORITHM_EXACT, count) * std::min(n - 1, 2);
+      case BAGUA_PEER_RING: return message_bytes(BAGUA_ALGORITHM_EXACT, count) * std::min(n - 1, 2);
       default: return 0;
     }
   }
@@ -221,7 +218,8 @@ class LowPrecisionRing : public Algorithm {
   void after_step(std::span<float> weights) override {
     check(bagua_lowprec_step(state_, weights.data()), "bagua_lowprec_step");
     if (step_ % interval_ == 0)
-      bytes_ += message_bytes(BAGUA_ALGORITHM_Q8, weights.size()) * std::min(comm_size(comm_) - 1, 2);
+      bytes_ +=
+          message_bytes(BAGUA_ALGORITHM_Q8, weights.size()) * std::min(comm_size(comm_) - 1, 2);
     ++step_;
   }
   uint64_t bytes_sent() const override { return bytes_; }

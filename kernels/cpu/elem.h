@@ -8,6 +8,7 @@
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "codec.h"
 #include "codec_format.h"
@@ -84,6 +85,30 @@ struct AccumulateSink {
     _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i), v));
   }
 };
+
+// Elements in the block of a block codec that starts at element `first`.
+inline uint32_t block_len(size_t count, size_t first, uint32_t block_elems) {
+  return uint32_t(count - first < block_elems ? count - first : block_elems);
+}
+
+// A block header, read without alignment assumptions.
+template <class Header>
+Header read_header(const uint8_t *blk) {
+  Header h;
+  memcpy(&h, blk, sizeof h);
+  return h;
+}
+
+// Checks every block header (valid(header, elements)) before any output is
+// written; blocks are `stride` bytes apart.
+template <class Header, class Valid>
+CodecStatus check_block_headers(const uint8_t *in, size_t count, uint32_t block_elems,
+                                size_t stride, Valid valid) {
+  for (size_t first = 0, b = 0; first < count; first += block_elems, ++b)
+    if (!valid(read_header<Header>(in + b * stride), block_len(count, first, block_elems)))
+      return CodecStatus::corrupt_header;
+  return CodecStatus::ok;
+}
 
 // Calls fn with the element tag of t; f64 and unknown types are rejected.
 template <class Fn>

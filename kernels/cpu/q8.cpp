@@ -145,25 +145,11 @@ BAGUA_AVX2 void dequantize_avx2(const Q8Params &p, const uint8_t *q, uint32_t n,
   dequantize_scalar(p, q, i, n, first, sink);
 }
 
-uint32_t block_len(size_t count, size_t first, uint32_t block_elems) {
-  return uint32_t(std::min<size_t>(block_elems, count - first));
-}
-
-Q8BlockHeader read_header(const uint8_t *blk) {
-  Q8BlockHeader h;
-  memcpy(&h, blk, sizeof h);
-  return h;
-}
-
 // Every header is checked before any output is written.
 CodecStatus validate_blocks(const uint8_t *in, size_t count, uint32_t block_elems) {
-  const size_t stride = q8_block_bytes(block_elems);
-  for (size_t first = 0, b = 0; first < count; first += block_elems, ++b) {
-    if (!q8_header_valid(read_header(in + b * stride), block_len(count, first, block_elems))) {
-      return CodecStatus::corrupt_header;
-    }
-  }
-  return CodecStatus::ok;
+  return check_block_headers<Q8BlockHeader>(
+      in, count, block_elems, q8_block_bytes(block_elems),
+      [](const Q8BlockHeader &h, uint32_t n) { return q8_header_valid(h, n); });
 }
 
 template <class Sink>
@@ -176,7 +162,7 @@ CodecStatus decode_blocks(Isa isa, const void *in, size_t count, uint32_t block_
   // One block per iteration; flagged blocks become NaN as a whole.
   for (size_t first = 0, b = 0; first < count; first += block_elems, ++b) {
     const uint32_t n = block_len(count, first, block_elems);
-    const Q8BlockHeader h = read_header(bytes + b * stride);
+    const Q8BlockHeader h = read_header<Q8BlockHeader>(bytes + b * stride);
     const uint8_t *payload = bytes + b * stride + sizeof h;
     const Q8Params p = q8_params(h.min, h.max);
     if (h.flags & kFlagNonFinite) {

@@ -110,23 +110,11 @@ BAGUA_AVX2 void unpack_avx2(const uint8_t *bits, uint32_t n, float scale, size_t
   unpack_scalar(bits, i, n, scale, first, sink);
 }
 
-uint32_t block_len(size_t count, size_t first, uint32_t block_elems) {
-  return uint32_t(std::min<size_t>(block_elems, count - first));
-}
-
-SignBlockHeader read_header(const uint8_t *blk) {
-  SignBlockHeader h;
-  memcpy(&h, blk, sizeof h);
-  return h;
-}
-
 // Every header is checked before any output is written.
 CodecStatus validate_blocks(const uint8_t *in, size_t count, uint32_t block_elems) {
-  const size_t stride = sign_block_bytes(block_elems);
-  for (size_t first = 0, b = 0; first < count; first += block_elems, ++b) {
-    if (!sign_header_valid(read_header(in + b * stride))) return CodecStatus::corrupt_header;
-  }
-  return CodecStatus::ok;
+  return check_block_headers<SignBlockHeader>(
+      in, count, block_elems, sign_block_bytes(block_elems),
+      [](const SignBlockHeader &h, uint32_t) { return sign_header_valid(h); });
 }
 
 template <class Sink>
@@ -142,7 +130,7 @@ CodecStatus decode_blocks(Isa isa, const void *in, size_t in_bytes, size_t count
   // One block per iteration; flagged blocks become NaN as a whole.
   for (size_t first = 0, b = 0; first < count; first += block_elems, ++b) {
     const uint32_t n = block_len(count, first, block_elems);
-    const SignBlockHeader h = read_header(bytes + b * stride);
+    const SignBlockHeader h = read_header<SignBlockHeader>(bytes + b * stride);
     const uint8_t *bits = bytes + b * stride + sizeof h;
     if (h.flags & kFlagNonFinite) {
       sink.fill_nan(first, n);

@@ -54,6 +54,15 @@ CodecStatus with_dtype(DType t, Fn &&fn) {
   }
 }
 
+// A codec's decoder into the caller's dtype: decode(sink) with the sink of t.
+template <class Decode>
+CodecStatus decode_into(DType t, void *dst, Decode decode) {
+  return with_dtype(t, [&](auto e) {
+    using E = decltype(e);
+    return decode(StoreSink<E>{static_cast<typename E::T *>(dst)});
+  });
+}
+
 inline unsigned grid_for(size_t items, unsigned per_block) {
   const size_t blocks = (items + per_block - 1) / per_block;
   return unsigned(blocks < kMaxGrid ? blocks : kMaxGrid);

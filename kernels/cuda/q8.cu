@@ -130,9 +130,7 @@ CodecStatus q8_encode(const void *src, DType t, size_t count, uint32_t block_ele
 
 CodecStatus q8_decode(const void *in, size_t in_bytes, size_t count, uint32_t block_elems,
                       void *dst, DType t, uint32_t *status, cudaStream_t stream) {
-  return with_dtype(t, [&](auto e) {
-    using E = decltype(e);
-    const StoreSink<E> sink{static_cast<typename E::T *>(dst)};
+  return decode_into(t, dst, [&](auto sink) {
     return decode(in, in_bytes, count, block_elems, dst, sink, status, stream);
   });
 }

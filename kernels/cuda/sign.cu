@@ -113,9 +113,7 @@ CodecStatus sign_encode_with_feedback(const float *g, float *residual, size_t co
 
 CodecStatus sign_decode(const void *in, size_t in_bytes, size_t count, uint32_t block_elems,
                         void *dst, DType t, uint32_t *status, cudaStream_t stream) {
-  return with_dtype(t, [&](auto e) {
-    using E = decltype(e);
-    const StoreSink<E> sink{static_cast<typename E::T *>(dst)};
+  return decode_into(t, dst, [&](auto sink) {
     return decode(in, in_bytes, count, block_elems, dst, sink, status, stream);
   });
 }

@@ -10,8 +10,14 @@ namespace {
 class RecursiveDoubling {
  public:
   RecursiveDoubling(AlgoContext &ctx, const AllreduceArgs &args)
-      : ctx_(ctx), args_(args), t_(ctx.transport), n_(t_.size()), r_(t_.rank()),
-        bytes_(args.count * dtype_size(args.dtype)), pow2_(largest_pow2(n_)), rem_(n_ - pow2_) {}
+      : ctx_(ctx),
+        args_(args),
+        t_(ctx.transport),
+        n_(t_.size()),
+        r_(t_.rank()),
+        bytes_(args.count * dtype_size(args.dtype)),
+        pow2_(largest_pow2(n_)),
+        rem_(n_ - pow2_) {}
 
   Status run() {
     if (args_.src != args_.dst) std::memcpy(args_.dst, args_.src, bytes_);

@@ -16,7 +16,11 @@ namespace {
 class Ring {
  public:
   Ring(AlgoContext &ctx, const AllreduceArgs &args)
-      : ctx_(ctx), args_(args), t_(ctx.transport), n_(t_.size()), r_(t_.rank()),
+      : ctx_(ctx),
+        args_(args),
+        t_(ctx.transport),
+        n_(t_.size()),
+        r_(t_.rank()),
         esize_(dtype_size(args.dtype)),
         plan_(args.count, n_, ctx.segment_bytes / esize_),
         steps_(2 * (n_ - 1)),

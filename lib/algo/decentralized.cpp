@@ -175,9 +175,9 @@ Status average_with_peers(AlgoContext &ctx, const void *src, void *dst, size_t c
 void apply_average_delta(void *w, const void *reduced, const void *temp, size_t count, DType t) {
   elem::visit(t, [&]<class E>(E) {
     for (size_t i = 0; i < count; ++i)
-      elem::store_at<E>(w, i,
-                        elem::load_at<E>(w, i) +
-                            (elem::load_at<E>(reduced, i) - elem::load_at<E>(temp, i)));
+      elem::store_at<E>(
+          w, i,
+          elem::load_at<E>(w, i) + (elem::load_at<E>(reduced, i) - elem::load_at<E>(temp, i)));
   });
 }
 

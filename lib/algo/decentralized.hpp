@@ -12,7 +12,8 @@ namespace bagua {
 enum class PeerMode { all, shift_one, ring };
 
 // The shift_one partner of `rank` in communication round `round`, or `rank`
-// itself when it sits out the round. Even n: the reference schedule; odd n:
+// itself when it sits out the round. Even n: rank r < n/2 meets n/2 + (r +
+// round) mod n/2; odd n:
 // round-robin ((round - rank) mod n), in which every pair meets once in n
 // consecutive rounds.
 int shift_one_peer(int rank, int n, int round);

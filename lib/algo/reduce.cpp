@@ -6,13 +6,22 @@ namespace {
 // max/min as "a unless b is strictly better", so combining (lower rank,
 // higher rank) operands in a fixed order gives the same bits everywhere.
 struct Sum {
-  template <class C> static C apply(C a, C b) { return a + b; }
+  template <class C>
+  static C apply(C a, C b) {
+    return a + b;
+  }
 };
 struct Max {
-  template <class C> static C apply(C a, C b) { return b > a ? b : a; }
+  template <class C>
+  static C apply(C a, C b) {
+    return b > a ? b : a;
+  }
 };
 struct Min {
-  template <class C> static C apply(C a, C b) { return b < a ? b : a; }
+  template <class C>
+  static C apply(C a, C b) {
+    return b < a ? b : a;
+  }
 };
 
 template <class E, class Op>

@@ -15,7 +15,8 @@ struct Range {
 class RingPlan {
  public:
   RingPlan(size_t count, int ranks, size_t segment_elems)
-      : count_(count), ranks_(static_cast<size_t>(ranks)),
+      : count_(count),
+        ranks_(static_cast<size_t>(ranks)),
         segment_elems_(std::max<size_t>(segment_elems, 1)) {}
 
   // Chunk c of n: the first (count % n) chunks hold one extra element.

@@ -45,8 +45,7 @@ class TimedCodec final : public ChunkCodec {
   }
   // The reduce step runs where the inner codec keeps its accumulator.
   float *accumulator(size_t count) override { return inner_.accumulator(count); }
-  codec::CodecStatus load_accumulator(const void *src, DType t, size_t count,
-                                      float *acc) override {
+  codec::CodecStatus load_accumulator(const void *src, DType t, size_t count, float *acc) override {
     return inner_.load_accumulator(src, t, count, acc);
   }
   codec::CodecStatus divide_accumulator(float *acc, size_t count, float divisor) override {

@@ -21,6 +21,8 @@ Status allreduce(Wire wire, const void *sendbuf, void *recvbuf, int64_t count,
   if (wire == Wire::sign) BAGUA_TRY(attach_sign_state(state, &call));
   Communicator *c = nullptr;
   BAGUA_TRY(Communicator::get(comm, &c));
+  const ExclusiveUse use(*c);
+  BAGUA_TRY(use.status());
   BAGUA_TRY(c->check_usable());
   return run_blocking(*c, call);
 }
@@ -40,7 +42,8 @@ Status sizing_call(bagua_algorithm algorithm, MPI_Count count, MPI_Datatype data
   BAGUA_TRY(runtime_ensure());
   if (bytes == nullptr) return fail(BAGUA_ERR_INVALID_ARGUMENT, "bytes is NULL");
   if (count < 0)
-    return fail(BAGUA_ERR_INVALID_ARGUMENT, "count %lld is negative", static_cast<long long>(count));
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "count %lld is negative",
+                static_cast<long long>(count));
   *call = Call{};
   BAGUA_TRY(wire_from_c(algorithm, &call->wire));
   BAGUA_TRY(dtype_from_mpi(datatype, &call->dtype));
@@ -78,18 +81,18 @@ Status allreduce_bytes(bagua_algorithm algorithm, MPI_Count count, MPI_Datatype 
 }  // namespace bagua
 
 // Each allreduce and its large-count twin: one body, two C signatures.
-#define BAGUA_DEFINE_ALLREDUCE(name, wire)                                                        \
-  extern "C" int name(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,      \
-                      MPI_Op op, MPI_Comm comm) {                                                 \
-    return bagua::guard(#name, [&] {                                                              \
-      return bagua::allreduce(wire, sendbuf, recvbuf, count, datatype, op, comm);                 \
-    });                                                                                           \
-  }                                                                                               \
-  extern "C" int name##_c(const void *sendbuf, void *recvbuf, MPI_Count count,                    \
-                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {                      \
-    return bagua::guard(#name "_c", [&] {                                                         \
-      return bagua::allreduce(wire, sendbuf, recvbuf, count, datatype, op, comm);                 \
-    });                                                                                           \
+#define BAGUA_DEFINE_ALLREDUCE(name, wire)                                                  \
+  extern "C" int name(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, \
+                      MPI_Op op, MPI_Comm comm) {                                           \
+    return bagua::guard(#name, [&] {                                                        \
+      return bagua::allreduce(wire, sendbuf, recvbuf, count, datatype, op, comm);           \
+    });                                                                                     \
+  }                                                                                         \
+  extern "C" int name##_c(const void *sendbuf, void *recvbuf, MPI_Count count,              \
+                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {                \
+    return bagua::guard(#name "_c", [&] {                                                   \
+      return bagua::allreduce(wire, sendbuf, recvbuf, count, datatype, op, comm);           \
+    });                                                                                     \
   }
 
 BAGUA_DEFINE_ALLREDUCE(bagua_allreduce, bagua::Wire::exact)

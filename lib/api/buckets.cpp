@@ -158,8 +158,7 @@ extern "C" int bagua_bucket_comm_finalize_registration(bagua_bucket_comm_t bc, v
   });
 }
 
-extern "C" int bagua_bucket_comm_tensor_bucket(bagua_bucket_comm_t bc, int tensor_id,
-                                               int *bucket) {
+extern "C" int bagua_bucket_comm_tensor_bucket(bagua_bucket_comm_t bc, int tensor_id, int *bucket) {
   return with_handle("bagua_bucket_comm_tensor_bucket", bc, [&](BucketComm &b) {
     if (bucket == nullptr) return bagua::fail(BAGUA_ERR_INVALID_ARGUMENT, "bucket is NULL");
     return b.tensor_bucket(tensor_id, bucket);
@@ -179,8 +178,7 @@ extern "C" int bagua_bucket_comm_mark_ready(bagua_bucket_comm_t bc, int tensor_i
 }
 
 extern "C" int bagua_bucket_comm_wait(bagua_bucket_comm_t bc, int bucket) {
-  return with_handle("bagua_bucket_comm_wait", bc,
-                     [&](BucketComm &b) { return b.wait(bucket); });
+  return with_handle("bagua_bucket_comm_wait", bc, [&](BucketComm &b) { return b.wait(bucket); });
 }
 
 extern "C" int bagua_bucket_comm_test(bagua_bucket_comm_t bc, int bucket, int *flag) {
@@ -197,20 +195,14 @@ extern "C" int bagua_bucket_comm_wait_all(bagua_bucket_comm_t bc) {
   return with_handle("bagua_bucket_comm_wait_all", bc, [&](BucketComm &b) { return b.wait_all(); });
 }
 
-extern "C" int bagua_iallreduce(const void *sendbuf, void *recvbuf, int count,
-                                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                                MPI_Request *request) {
-  return guard("bagua_iallreduce", [&] {
-    return bagua::start_nonblocking(bagua::Wire::exact, sendbuf, recvbuf, count, datatype, op,
-                                    comm, request);
-  });
-}
+// Each nonblocking allreduce: one body per wire format.
+#define BAGUA_DEFINE_IALLREDUCE(name, wire)                                                        \
+  extern "C" int name(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,        \
+                      MPI_Op op, MPI_Comm comm, MPI_Request *request) {                            \
+    return guard(#name, [&] {                                                                      \
+      return bagua::start_nonblocking(wire, sendbuf, recvbuf, count, datatype, op, comm, request); \
+    });                                                                                            \
+  }
 
-extern "C" int bagua_iallreduce_q8(const void *sendbuf, void *recvbuf, int count,
-                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                                   MPI_Request *request) {
-  return guard("bagua_iallreduce_q8", [&] {
-    return bagua::start_nonblocking(bagua::Wire::q8, sendbuf, recvbuf, count, datatype, op, comm,
-                                    request);
-  });
-}
+BAGUA_DEFINE_IALLREDUCE(bagua_iallreduce, bagua::Wire::exact)
+BAGUA_DEFINE_IALLREDUCE(bagua_iallreduce_q8, bagua::Wire::q8)

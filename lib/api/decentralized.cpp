@@ -44,6 +44,7 @@ Status usable_state(MPI_Comm comm, Communicator **out) {
 
 Status decentralized_average(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                              bagua_peer_mode mode, int step, int interval, MPI_Comm comm) {
+  BAGUA_TRY(runtime_ensure());  // before runtime_avg_op(), which needs it
   Call call;
   BAGUA_TRY(describe_reduction(Family::decentralized, Wire::exact, sendbuf, recvbuf, count,
                                datatype, runtime_avg_op(), comm, &call));
@@ -53,6 +54,8 @@ Status decentralized_average(const void *sendbuf, void *recvbuf, int count, MPI_
   BAGUA_TRY(validate_interval(interval));
   Communicator *c = nullptr;
   BAGUA_TRY(usable_state(comm, &c));
+  const ExclusiveUse use(*c);
+  BAGUA_TRY(use.status());
   // A local step: no communication.
   if (step % interval != 0) {
     if (call.src != call.dst) std::memcpy(call.dst, call.src, call.count * dtype_size(call.dtype));
@@ -70,6 +73,8 @@ Status create_state(const void *buf, int count, MPI_Datatype datatype, int inter
   BAGUA_TRY(validate_interval(interval));
   Communicator *c = nullptr;
   BAGUA_TRY(usable_state(comm, &c));
+  const ExclusiveUse use(*c);
+  BAGUA_TRY(use.status());
   auto s = std::make_unique<bagua_lowprec_s>();
   s->comm = comm;
   s->count = call.count;
@@ -83,10 +88,13 @@ Status create_state(const void *buf, int count, MPI_Datatype datatype, int inter
 Status step_state(bagua_lowprec_t state, void *buf) {
   if (state == nullptr) return fail(BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
   Call call;
-  BAGUA_TRY(describe_buffer(Family::lowprec, Wire::q8, "buf", buf, static_cast<int64_t>(state->count),
-                            datatype_to_mpi(state->dtype), state->comm, &call));
+  BAGUA_TRY(describe_buffer(Family::lowprec, Wire::q8, "buf", buf,
+                            static_cast<int64_t>(state->count), datatype_to_mpi(state->dtype),
+                            state->comm, &call));
   Communicator *c = nullptr;
   BAGUA_TRY(usable_state(state->comm, &c));
+  const ExclusiveUse use(*c);
+  BAGUA_TRY(use.status());
   if (state->calls++ % state->interval != 0) return BAGUA_SUCCESS;
   return run_lowprec_step(*c, call, &state->replicas);
 }

@@ -83,6 +83,8 @@ Status partial_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
                                runtime_avg_op(), comm, &call));
   Communicator *c = nullptr;
   BAGUA_TRY(Communicator::get(comm, &c));
+  const ExclusiveUse use(*c);
+  BAGUA_TRY(use.status());
   BAGUA_TRY(check_group_size(group_size, c->size()));
   BAGUA_TRY(apply_compression(c->options().partial, &call));
   PartialState *state = nullptr;
@@ -107,6 +109,8 @@ Status partial_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
 Status partial_leave(MPI_Comm comm) {
   Communicator *c = nullptr;
   BAGUA_TRY(Communicator::get(comm, &c));
+  const ExclusiveUse use(*c);
+  BAGUA_TRY(use.status());
   PartialState *state = nullptr;
   BAGUA_TRY(get_state(c, &state));
   if (state->has_left())

@@ -2,22 +2,34 @@
 
 namespace bagua {
 
+// Names as a caller spells them: the MPI-side handles.
 const char *dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "float";
-    case DType::f64: return "double";
-    case DType::f16: return "float16";
-    case DType::bf16: return "bfloat16";
+    case DType::f32: return "MPI_FLOAT";
+    case DType::f64: return "MPI_DOUBLE";
+    case DType::f16: return "BAGUA_FLOAT16";
+    case DType::bf16: return "BAGUA_BFLOAT16";
   }
   return "?";
 }
 
 const char *op_name(ReduceOp op) {
   switch (op) {
-    case ReduceOp::sum: return "sum";
-    case ReduceOp::max: return "max";
-    case ReduceOp::min: return "min";
-    case ReduceOp::avg: return "avg";
+    case ReduceOp::sum: return "MPI_SUM";
+    case ReduceOp::max: return "MPI_MAX";
+    case ReduceOp::min: return "MPI_MIN";
+    case ReduceOp::avg: return "BAGUA_AVG";
+  }
+  return "?";
+}
+
+const char *wire_name(Wire w) {
+  switch (w) {
+    case Wire::exact: return "exact";
+    case Wire::q8: return "q8";
+    case Wire::fp16: return "fp16";
+    case Wire::bf16: return "bf16";
+    case Wire::sign: return "sign";
   }
   return "?";
 }

@@ -19,7 +19,9 @@ constexpr int kWires = 5;
 // Where a buffer lives.
 enum class Memory : uint8_t { host, cuda };
 
+// "MPI_FLOAT", "BAGUA_AVG", ...: names as callers spell the handles.
 const char *dtype_name(DType t);
 const char *op_name(ReduceOp op);
+const char *wire_name(Wire w);
 
 }  // namespace bagua

@@ -22,6 +22,10 @@ constexpr EnvVar kVars[] = {
      "Message size in bytes from which auto uses the ring instead of recursive doubling."},
     {"BAGUA_SEGMENT_BYTES", "1048576",
      "Pipeline segment size in bytes for ring algorithms (4096 .. 1 GiB)."},
+    {"BAGUA_CHECK_CALLS", "1",
+     "1 = before any data moves, the ranks of each call compare a fingerprint of it (family, "
+     "algorithm, count, datatype, op) and all return BAGUA_ERR_MISMATCH if they differ (a "
+     "16-byte recursive doubling per call); 0 = skip the check."},
     {"BAGUA_TAG_UB", "0",
      "Largest message tag bagua uses: 0 = the transport's limit (MPI_TAG_UB for mpi); "
      ">= 32767 caps it (e.g. 32767, the MPI standard's minimum, to test the smallest tag "
@@ -53,7 +57,8 @@ constexpr EnvVar kVars[] = {
     {"BAGUA_PARTIAL_WEIGHTS", "uniform",
      "Partial reduce: averaging weights, uniform (1/size) or staleness "
      "(proportional to 1/(1 + max iteration - own iteration))."},
-    {"BAGUA_PARTIAL_CONTROLLER", "0", "Partial reduce: rank that runs the group controller thread."},
+    {"BAGUA_PARTIAL_CONTROLLER", "0",
+     "Partial reduce: rank that runs the group controller thread."},
     {"BAGUA_PARTIAL_COMPRESSION", "none",
      "Partial reduce: none = exact group average; q8 = the group averages with the q8 "
      "compressed allreduce (BAGUA_CODEC_BLOCK; float, float16, bfloat16; uniform weights)."},
@@ -97,8 +102,8 @@ Status env_int(const char *name, int64_t lo, int64_t hi, int64_t *out) {
   errno = 0;
   const long long value = std::strtoll(text, &end, 10);
   if (errno != 0 || end == text || *end != '\0' || value < lo || value > hi)
-    return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s='%s' is not an integer in [%lld, %lld]", name,
-                text, static_cast<long long>(lo), static_cast<long long>(hi));
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s='%s' is not an integer in [%lld, %lld]", name, text,
+                static_cast<long long>(lo), static_cast<long long>(hi));
   *out = value;
   return BAGUA_SUCCESS;
 }
@@ -113,8 +118,7 @@ Status env_choice(const char *name, std::span<const char *const> choices, int *o
   }
   std::string allowed;
   for (const char *c : choices) allowed += std::string(allowed.empty() ? "" : ", ") + c;
-  return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s='%s' is not one of: %s", name, text,
-              allowed.c_str());
+  return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s='%s' is not one of: %s", name, text, allowed.c_str());
 }
 
 }  // namespace bagua

@@ -18,8 +18,8 @@ void clear_last_error();
 }  // namespace bagua
 
 // Propagates a non-success status to the caller.
-#define BAGUA_TRY(expr)                       \
-  do {                                        \
-    const ::bagua::Status status_ = (expr);   \
+#define BAGUA_TRY(expr)                           \
+  do {                                            \
+    const ::bagua::Status status_ = (expr);       \
     if (status_ != BAGUA_SUCCESS) return status_; \
   } while (0)

@@ -66,8 +66,8 @@ void AsyncAverager::run() {
 }
 
 Status AsyncAverager::average(const void *src, void *dst, size_t count, DType t) {
-  const Call call{Family::async, Wire::exact, src,     dst,          count,
-                  t,             ReduceOp::avg, Memory::host, nullptr, MPI_COMM_NULL};
+  const Call call{Family::async, Wire::exact,  src,     dst,          count, t,
+                  ReduceOp::avg, Memory::host, nullptr, MPI_COMM_NULL};
   return run_blocking(*comm_, call);
 }
 

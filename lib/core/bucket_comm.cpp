@@ -308,12 +308,12 @@ Status BucketComm::execute(Bucket &b, TimelineTrack track) {
   void *data = runs_on_storage(b) ? b.storage.data() : tensors_[b.tensors.front()].ptr;
   // Each bucket has a tag slot of its own: buckets run concurrently.
   AlgoContext ctx = comm_->call_in_slot(static_cast<uint64_t>(track.bucket), b.scratch);
-  const Call call{Family::bucket, b.choice.wire, data,          data,         b.count,
-                  b.dtype,        b.choice.op,   Memory::host, nullptr,      MPI_COMM_NULL};
+  const Call call{Family::bucket, b.choice.wire, data,         data,    b.count,
+                  b.dtype,        b.choice.op,   Memory::host, nullptr, MPI_COMM_NULL};
   TimelineSink sink(track, round);
   begin = TimelineClock::now();
-  const Status s = run_flat(ctx, call, b.schedule, comm_->options(),
-                            timeline.enabled() ? &sink : nullptr);
+  const Status s =
+      run_flat(ctx, call, b.schedule, comm_->options(), timeline.enabled() ? &sink : nullptr);
   timeline.span(track, collective_name(b.choice.wire), round, begin, TimelineClock::now());
   if (s != BAGUA_SUCCESS) return s;
   begin = TimelineClock::now();
@@ -366,16 +366,19 @@ Status BucketComm::wait_locked(std::unique_lock<std::mutex> &lock, int bucket,
       changed_.wait(lock);
       continue;
     }
+    // After a failure the bucket's collective may never start on every rank.
+    BAGUA_TRY(comm_->check_usable());
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout &&
         b.state == State::collecting) {
       int first = -1;
       for (int id : b.tensors)
         if (!tensors_[id].ready && first < 0) first = id;
-      return fail(BAGUA_ERR_TIMEOUT,
-                  "bucket %d: %zu of its %zu tensors (first: tensor %d) were not marked ready "
-                  "within BAGUA_TIMEOUT_MS=%lld",
-                  bucket, b.unready, b.tensors.size(), first,
-                  static_cast<long long>(comm_->options().timeout_ms));
+      // Peers may be inside this bucket's collective: the communicator breaks.
+      return comm_->record(fail(BAGUA_ERR_TIMEOUT,
+                                "bucket %d: %zu of its %zu tensors (first: tensor %d) were not "
+                                "marked ready within BAGUA_TIMEOUT_MS=%lld",
+                                bucket, b.unready, b.tensors.size(), first,
+                                static_cast<long long>(comm_->options().timeout_ms)));
     }
   }
   return consume(b, bucket);

@@ -1,4 +1,4 @@
-// The descriptor of one collective call (model: NCCL's ncclInfo). Every C
+// The descriptor of one collective call. Every C
 // entry point builds one from its MPI-style arguments (describe_*), checks
 // it against the support matrix (support.hpp), and hands it on; the
 // selection policy (select.hpp) turns it into a schedule, and run.hpp runs

@@ -141,6 +141,14 @@ Status Communicator::create(MPI_Comm user_comm, const Options &options, bool sha
   return BAGUA_SUCCESS;
 }
 
+Status ExclusiveUse::status() const {
+  if (held_) return BAGUA_SUCCESS;
+  return fail(BAGUA_ERR_INVALID_ARGUMENT,
+              "another thread is in a bagua call on this communicator; calls on one "
+              "communicator must come from one thread at a time (use one communicator per "
+              "thread, e.g. MPI_Comm_dup)");
+}
+
 AlgoContext Communicator::next_call() { return call_in_slot(next_slot_++, scratch_); }
 
 AlgoContext Communicator::call_in_slot(uint64_t slot, std::vector<unsigned char> &scratch) {

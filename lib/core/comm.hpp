@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -70,6 +71,11 @@ class Communicator {
   Status record(Status s) { return failure_.record(s); }
   const FailureState &failure() const { return failure_; }
 
+  // Claims the communicator for one call of the calling thread (false: another
+  // thread is in a call on it); released by release().
+  bool try_acquire() { return !in_use_.exchange(true); }
+  void release() { in_use_.store(false); }
+
   // Node and node-leader sub-communicators of hierarchical mode, created
   // (collectively) on the first call that needs them.
   Status hierarchy(Hierarchy **out);
@@ -89,8 +95,7 @@ class Communicator {
   }
 
  private:
-  Communicator(MPI_Comm dup, Options options, std::unique_ptr<Transport> transport,
-               TagLayout tags);
+  Communicator(MPI_Comm dup, Options options, std::unique_ptr<Transport> transport, TagLayout tags);
 
   // The steps get() and create_private() share: duplicates user_comm and
   // creates the transport over the duplicate.
@@ -104,6 +109,7 @@ class Communicator {
   uint64_t next_slot_ = 0;
   std::vector<unsigned char> scratch_;
   FailureState failure_;
+  std::atomic<bool> in_use_{false};
   std::unique_ptr<Hierarchy> hierarchy_;
   std::array<std::unique_ptr<CommExtension>, kExtensionKeys> extensions_;
 };
@@ -112,6 +118,24 @@ class Communicator {
 // threads serialises its calls.
 Status create_transport(TransportKind kind, MPI_Comm dup, bool shared_by_threads,
                         std::unique_ptr<Transport> *out);
+
+// One call's exclusive use of a communicator: calls on one communicator must
+// come from one thread at a time, and a second thread is told so instead of
+// corrupting the first call.
+class ExclusiveUse {
+ public:
+  explicit ExclusiveUse(Communicator &c) : c_(c), held_(c.try_acquire()) {}
+  ~ExclusiveUse() {
+    if (held_) c_.release();
+  }
+  ExclusiveUse(const ExclusiveUse &) = delete;
+  ExclusiveUse &operator=(const ExclusiveUse &) = delete;
+  Status status() const;
+
+ private:
+  Communicator &c_;
+  bool held_;
+};
 
 // MPI must be initialised and not finalised.
 Status check_mpi_initialized();

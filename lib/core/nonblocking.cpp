@@ -72,11 +72,15 @@ NonblockingComm::~NonblockingComm() { pool_.reset(); }
 
 Status NonblockingComm::check_usable() {
   BAGUA_TRY(comm_->check_usable());
-  if (in_flight_ >= kMaxInFlight)
+  // A refused call still takes its slot, so the calls after it pair with
+  // the same calls of ranks that did not refuse (those time out on this one).
+  if (in_flight_ >= kMaxInFlight) {
+    ++next_slot_;
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
                 "%d nonblocking calls are already in flight on this communicator (the limit); "
                 "wait for some first",
                 in_flight_);
+  }
   return BAGUA_SUCCESS;
 }
 
@@ -102,7 +106,9 @@ Status NonblockingComm::start(const Call &call, MPI_Request *request) {
     Status s = BAGUA_ERR_INTERNAL;
     try {
       clear_last_error();
-      s = comm_->record(run_flat(ctx, call, schedule, comm_->options()));
+      s = with_aligned_buffers(call, [&](const Call &aligned_call) {
+        return comm_->record(run_flat(ctx, aligned_call, schedule, comm_->options()));
+      });
     } catch (const std::bad_alloc &) {
       s = fail(BAGUA_ERR_OUT_OF_MEMORY, "allocation failed in a nonblocking call");
     }

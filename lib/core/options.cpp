@@ -72,6 +72,9 @@ Status options_load(Options *out) {
                 "BAGUA_TAG_UB=%lld is below 32767, the smallest MPI_TAG_UB the MPI standard "
                 "allows (0: use the transport's)",
                 static_cast<long long>(o.tag_ub));
+  int check = 1;
+  BAGUA_TRY(int_option("BAGUA_CHECK_CALLS", 0, 1, &check));
+  o.check_calls = check != 0;
   BAGUA_TRY(load_partial(&o.partial));
   BAGUA_TRY(load_compressed(&o.compressed));
   *out = o;

@@ -42,7 +42,8 @@ struct Options {
   AllreduceAlgo allreduce_algo = AllreduceAlgo::automatic;
   size_t ring_threshold_bytes = 65536;
   size_t segment_bytes = 1 << 20;
-  int64_t tag_ub = 0;  // 0: the transport's largest tag
+  int64_t tag_ub = 0;       // 0: the transport's largest tag
+  bool check_calls = true;  // ranks agree on each call before data moves
 };
 
 Status options_load(Options *out);

@@ -2,7 +2,6 @@
 
 #include <thread>
 
-
 namespace bagua {
 namespace {
 
@@ -56,8 +55,8 @@ Status PartialState::create(Communicator &comm, std::unique_ptr<PartialState> *o
                               &control_comm));
   // The controller thread and this rank's calls share the control transport.
   std::unique_ptr<Transport> control;
-  const Status s =
-      create_transport(comm.options().transport, control_comm, /*shared_by_threads=*/true, &control);
+  const Status s = create_transport(comm.options().transport, control_comm,
+                                    /*shared_by_threads=*/true, &control);
   if (s != BAGUA_SUCCESS) {
     MPI_Comm_free(&control_comm);
     return s;

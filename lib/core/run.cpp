@@ -1,13 +1,17 @@
 #include "run.hpp"
 
+#include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "../algo/reduce.hpp"
+#include "../algo/request_set.hpp"
 #include "../algo/subgroup.hpp"
 #include "../mc/cuda_codecs.hpp"
 #include "../mc/cuda_stream.hpp"
 #include "comm.hpp"
 #include "hierarchy.hpp"
+#include "support.hpp"
 
 namespace bagua {
 namespace {
@@ -40,8 +44,7 @@ std::unique_ptr<ChunkCodec> host_codec(const Call &call, uint32_t block, Prescal
 
 int divisor_of(const Call &call, int ranks) { return call.op == ReduceOp::avg ? ranks : 1; }
 
-Status run_compressed(AlgoContext &ctx, const Call &call, const Options &options,
-                      PhaseSink *sink) {
+Status run_compressed(AlgoContext &ctx, const Call &call, const Options &options, PhaseSink *sink) {
   const int ranks = ctx.transport.size();
   const std::unique_ptr<ChunkCodec> codec = make_call_codec(call, ranks, options);
   const CompressedArgs args{call.src,   call.dtype, call.dst,
@@ -54,6 +57,8 @@ Status run_compressed(AlgoContext &ctx, const Call &call, const Options &options
 // Exact float32 sum inside the node at its leader, compressed allreduce
 // among the leaders, broadcast of the result inside the node.
 Status run_hierarchical(Communicator &c, const Call &call) {
+  AlgoContext check_ctx = c.next_call();
+  BAGUA_TRY(c.record(agree_on_call(check_ctx, call, Schedule::hierarchical, c.options())));
   Hierarchy *h = nullptr;
   BAGUA_TRY(c.record(c.hierarchy(&h)));
   Communicator &node = h->node();
@@ -76,7 +81,80 @@ Status run_hierarchical(Communicator &c, const Call &call) {
       node.record(node_broadcast_from_leader(bcast_ctx, call.dst, call.dtype, call.count)));
 }
 
+bool aligned(const void *p, DType t) { return reinterpret_cast<uintptr_t>(p) % dtype_size(t) == 0; }
+
+// The error of a call whose ranks disagree, naming what this rank called.
+Status mismatch(const Call &call, const char *who) {
+  return fail(BAGUA_ERR_MISMATCH,
+              "%s do not make the same call (count, datatype, op or algorithm differ); this "
+              "rank called %s/%s of %zu x %s with %s",
+              who, family_name(call.family), wire_name(call.wire), call.count,
+              dtype_name(call.dtype), op_name(call.op));
+}
+
 }  // namespace
+
+uint32_t call_fingerprint(const Call &call, Schedule schedule, uint64_t extra) {
+  // FNV-1a over the fields every rank must pass alike.
+  const uint64_t fields[] = {uint64_t(call.family),
+                             uint64_t(call.wire),
+                             uint64_t(schedule),
+                             uint64_t(call.count),
+                             uint64_t(call.dtype),
+                             uint64_t(call.op),
+                             extra};
+  uint32_t hash = 2166136261u;
+  for (uint64_t field : fields)
+    for (int byte = 0; byte < 8; ++byte) hash = (hash ^ uint8_t(field >> (8 * byte))) * 16777619u;
+  return hash;
+}
+
+Status agree_on_call(AlgoContext &ctx, const Call &call, Schedule schedule,
+                     const Options &options) {
+  if (!options.check_calls || ctx.transport.size() == 1) return BAGUA_SUCCESS;
+  const uint32_t mine = call_fingerprint(call, schedule);
+  // max(fp) == -max(-fp) holds only when every rank has the same fp.
+  double v[2] = {double(mine), -double(mine)};
+  BAGUA_TRY(allreduce_recursive_doubling(ctx, {v, v, 2, DType::f64, ReduceOp::max}));
+  if (v[0] != -v[1]) return mismatch(call, "the ranks");
+  return BAGUA_SUCCESS;
+}
+
+Status agree_with_peers(AlgoContext &ctx, const Call &call, uint64_t extra,
+                        const std::vector<int> &peers, const Options &options) {
+  if (!options.check_calls || peers.empty()) return BAGUA_SUCCESS;
+  const uint32_t mine = call_fingerprint(call, Schedule::ring, extra);
+  Transport &t = ctx.transport;
+  std::vector<uint32_t> theirs(peers.size());
+  RequestSet reqs(t, 2, [&](size_t) { return peers.size(); });
+  for (size_t i = 0; i < peers.size(); ++i) {
+    BAGUA_TRY(t.irecv(&theirs[i], sizeof(uint32_t), peers[i], ctx.tags.at(0), &reqs.row(0)[i]));
+    BAGUA_TRY(t.isend(&mine, sizeof mine, peers[i], ctx.tags.at(0), &reqs.row(1)[i]));
+  }
+  BAGUA_TRY(wait_all(t, reqs.row(0), ctx.deadline));
+  BAGUA_TRY(wait_all(t, reqs.row(1), ctx.deadline));
+  for (uint32_t other : theirs)
+    if (other != mine) return mismatch(call, "this rank and its peers");
+  return BAGUA_SUCCESS;
+}
+
+Status with_aligned_buffers(const Call &call, const std::function<Status(const Call &)> &body) {
+  if (call.count == 0 || (aligned(call.src, call.dtype) && aligned(call.dst, call.dtype)))
+    return body(call);
+  if (call.memory == Memory::cuda)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "CUDA device buffers must be aligned to the element size (%zu bytes)",
+                dtype_size(call.dtype));
+  // 8-byte words: aligned for every element type.
+  const size_t bytes = call.count * dtype_size(call.dtype);
+  std::vector<uint64_t> staging((bytes + 7) / 8);
+  std::memcpy(staging.data(), call.src, bytes);
+  Call staged = call;
+  staged.src = staged.dst = staging.data();
+  BAGUA_TRY(body(staged));
+  std::memcpy(call.dst, staging.data(), bytes);
+  return BAGUA_SUCCESS;
+}
 
 std::unique_ptr<ChunkCodec> make_call_codec(const Call &call, int ranks, const Options &options) {
   const auto block = static_cast<uint32_t>(options.compressed.codec_block);
@@ -89,6 +167,7 @@ std::unique_ptr<ChunkCodec> make_call_codec(const Call &call, int ranks, const O
 
 Status run_flat(AlgoContext &ctx, const Call &call, Schedule schedule, const Options &options,
                 PhaseSink *sink) {
+  BAGUA_TRY(agree_on_call(ctx, call, schedule, options));
   const AllreduceArgs args{call.src, call.dst, call.count, call.dtype, call.op};
   switch (schedule) {
     case Schedule::ring: return allreduce_ring(ctx, args);
@@ -103,51 +182,67 @@ Status run_blocking(Communicator &c, const Call &call) {
   Schedule schedule;
   BAGUA_TRY(select_schedule(SelectionSettings::from(c.options()), call.family, call.wire,
                             call.count * dtype_size(call.dtype), call.memory, &schedule));
-  if (schedule == Schedule::hierarchical) return run_hierarchical(c, call);
-  AlgoContext ctx = c.next_call();
-  return c.record(run_flat(ctx, call, schedule, c.options()));
+  return with_aligned_buffers(call, [&](const Call &aligned_call) {
+    if (schedule == Schedule::hierarchical) return run_hierarchical(c, aligned_call);
+    AlgoContext ctx = c.next_call();
+    return c.record(run_flat(ctx, aligned_call, schedule, c.options()));
+  });
 }
 
 Status run_peer_average(Communicator &c, const Call &call, PeerMode mode, int round) {
   if (mode == PeerMode::all) return run_blocking(c, call);
   const std::vector<int> peers = peers_of(mode, c.rank(), c.size(), round);
-  AlgoContext ctx = c.next_call();
-  return c.record(average_with_peers(ctx, call.src, call.dst, call.count, call.dtype, peers));
+  return with_aligned_buffers(call, [&](const Call &a) {
+    AlgoContext ctx = c.next_call();
+    const uint64_t schedule = uint64_t(mode) << 32 | uint32_t(round);
+    BAGUA_TRY(c.record(agree_with_peers(ctx, a, schedule, peers, c.options())));
+    return c.record(average_with_peers(ctx, a.src, a.dst, a.count, a.dtype, peers));
+  });
 }
 
 uint32_t codec_block(const Communicator &c) {
   return static_cast<uint32_t>(c.options().compressed.codec_block);
 }
 
+// The ring neighbours agree on a low-precision call before data moves.
+Status agree_with_neighbours(Communicator &c, AlgoContext &ctx, const Call &call) {
+  return c.record(agree_with_peers(ctx, call, 0, ring_neighbours(c.rank(), c.size()), c.options()));
+}
+
 Status run_lowprec_init(Communicator &c, const Call &call, LowprecReplicas *replicas) {
   AlgoContext ctx = c.next_call();
-  return c.record(
-      lowprec_init(ctx, call.src, call.count, call.dtype, codec_block(c), replicas));
+  BAGUA_TRY(agree_with_neighbours(c, ctx, call));
+  return c.record(lowprec_init(ctx, call.src, call.count, call.dtype, codec_block(c), replicas));
 }
 
 Status run_lowprec_step(Communicator &c, const Call &call, LowprecReplicas *replicas) {
   AlgoContext ctx = c.next_call();
-  return c.record(
-      lowprec_step(ctx, call.dst, call.count, call.dtype, codec_block(c), replicas));
+  BAGUA_TRY(agree_with_neighbours(c, ctx, call));
+  return c.record(lowprec_step(ctx, call.dst, call.count, call.dtype, codec_block(c), replicas));
 }
 
-Status run_group_average(Communicator &c, const Call &call, std::span<const int> members,
-                         int local, int64_t group_id, double weight,
-                         std::vector<unsigned char> &scratch) {
+Status average_in_group(AlgoContext &ctx, const Call &call, Schedule schedule, double weight,
+                        const Options &options) {
+  if (weight < 0) return run_flat(ctx, call, schedule, options);
+  // Weighted: each member scales its own contribution, the group sums.
+  Call weighted = call;
+  scale_into(call.dst, call.src, call.count, call.dtype, weight);
+  weighted.src = call.dst;
+  weighted.op = ReduceOp::sum;
+  return run_flat(ctx, weighted, schedule, options);
+}
+
+Status run_group_average(Communicator &c, const Call &call, std::span<const int> members, int local,
+                         int64_t group_id, double weight, std::vector<unsigned char> &scratch) {
   SubgroupTransport view(c.transport(), members, local);
   AlgoContext ctx{view, c.tags().call(static_cast<uint64_t>(group_id)),
                   Deadline::after_ms(c.options().timeout_ms), scratch, c.options().segment_bytes};
-  Call group_call = call;
-  if (weight >= 0) {
-    // Weighted: each member scales its own contribution, the group sums.
-    scale_into(call.dst, call.src, call.count, call.dtype, weight);
-    group_call.src = call.dst;
-    group_call.op = ReduceOp::sum;
-  }
   Schedule schedule;
-  BAGUA_TRY(select_schedule(SelectionSettings::from(c.options()), call.family, group_call.wire,
+  BAGUA_TRY(select_schedule(SelectionSettings::from(c.options()), call.family, call.wire,
                             call.count * dtype_size(call.dtype), call.memory, &schedule));
-  return c.record(run_flat(ctx, group_call, schedule, c.options()));
+  return with_aligned_buffers(call, [&](const Call &aligned_call) {
+    return c.record(average_in_group(ctx, aligned_call, schedule, weight, c.options()));
+  });
 }
 
 // A codec to size messages with (the sign codec's residuals are not read).
@@ -182,6 +277,8 @@ Status flat_bytes_sent(const Call &call, int rank, int ranks, const Options &opt
       *bytes = bytegrad_bytes_sent(*sizing_codec(call, ranks, options), call.count, rank, ranks,
                                    options.segment_bytes);
   }
+  if (options.check_calls && ranks > 1)
+    *bytes += recursive_doubling_bytes_sent(2, DType::f64, rank, ranks);  // agree_on_call
   return BAGUA_SUCCESS;
 }
 

@@ -3,8 +3,8 @@
 // schedules, hierarchical composition, and the bytes a call sends.
 #pragma once
 
+#include <functional>
 #include <memory>
-
 #include <span>
 
 #include "../algo/compressed.hpp"
@@ -21,6 +21,25 @@ class Communicator;
 // The codec of a compressed call among `ranks` contributors, in the call's
 // memory type (device codecs run on the user communicator's CUDA stream).
 std::unique_ptr<ChunkCodec> make_call_codec(const Call &call, int ranks, const Options &options);
+
+// A 32-bit fingerprint of what ranks must agree on in `call` (family, wire
+// format, schedule, count, datatype, op) and `extra` (e.g. a peer mode).
+uint32_t call_fingerprint(const Call &call, Schedule schedule, uint64_t extra = 0);
+
+// Before data moves: every rank of ctx learns whether all ranks' call
+// fingerprints are equal (a 16-byte recursive doubling in the call's own
+// tags, completed before the algorithm posts anything), and all return
+// BAGUA_ERR_MISMATCH if not. Skipped with BAGUA_CHECK_CALLS=0.
+Status agree_on_call(AlgoContext &ctx, const Call &call, Schedule schedule, const Options &options);
+// The same between this rank and each of `peers` (pairwise exchanges), for
+// calls among a few peers; `extra` joins the fingerprint (mode, round).
+Status agree_with_peers(AlgoContext &ctx, const Call &call, uint64_t extra,
+                        const std::vector<int> &peers, const Options &options);
+
+// Runs body(call) with buffers aligned to the element size: host buffers
+// that are not (MPI accepts any alignment) go through an aligned copy, in
+// place; the result is copied back when body succeeds.
+Status with_aligned_buffers(const Call &call, const std::function<Status(const Call &)> &body);
 
 // Runs `call` with a flat `schedule` among the ranks of ctx.transport (an
 // average divides by their number). `sink` (may be NULL) receives the
@@ -41,13 +60,18 @@ Status run_peer_average(Communicator &c, const Call &call, PeerMode mode, int ro
 Status run_lowprec_init(Communicator &c, const Call &call, LowprecReplicas *replicas);
 Status run_lowprec_step(Communicator &c, const Call &call, LowprecReplicas *replicas);
 
+// A group's average on ctx (the group's view of the transport), with
+// `schedule`: uniform (weight < 0: the exact sum divided once, or the codec's
+// average) or weighted (dst = sum over members of weight_i * src_i).
+Status average_in_group(AlgoContext &ctx, const Call &call, Schedule schedule, double weight,
+                        const Options &options);
+
 // A partial-reduce group's average among `members` of c (this rank is
 // members[local]), in tag slot `group_id`: uniform (weight < 0: the exact
 // sum divided once, or the codec's average) or weighted (dst = sum of
 // weight_i * src_i).
-Status run_group_average(Communicator &c, const Call &call, std::span<const int> members,
-                         int local, int64_t group_id, double weight,
-                         std::vector<unsigned char> &scratch);
+Status run_group_average(Communicator &c, const Call &call, std::span<const int> members, int local,
+                         int64_t group_id, double weight, std::vector<unsigned char> &scratch);
 
 // The size of one message of call.count elements in the call's wire format.
 Status message_bytes(const Call &call, const Options &options, size_t *bytes);

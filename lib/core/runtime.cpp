@@ -73,8 +73,7 @@ Status runtime_ensure() {
   MPI_Type_set_name(handles.float16, "bagua_float16");
   MPI_Type_set_name(handles.bfloat16, "bagua_bfloat16");
   MPI_Op_create(&avg_as_sum, 1, &handles.avg);
-  MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &delete_comm_state, &handles.comm_keyval,
-                         nullptr);
+  MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &delete_comm_state, &handles.comm_keyval, nullptr);
   MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &on_finalize, &handles.finalize_keyval, nullptr);
   MPI_Comm_set_attr(MPI_COMM_SELF, handles.finalize_keyval, nullptr);
   handles.ready = true;
@@ -87,10 +86,14 @@ MPI_Op runtime_avg_op() { return handles.avg; }
 int runtime_comm_keyval() { return handles.comm_keyval; }
 
 Status dtype_from_mpi(MPI_Datatype datatype, DType *out) {
-  if (datatype == MPI_FLOAT) *out = DType::f32;
-  else if (datatype == MPI_DOUBLE) *out = DType::f64;
-  else if (datatype != MPI_DATATYPE_NULL && datatype == handles.float16) *out = DType::f16;
-  else if (datatype != MPI_DATATYPE_NULL && datatype == handles.bfloat16) *out = DType::bf16;
+  if (datatype == MPI_FLOAT)
+    *out = DType::f32;
+  else if (datatype == MPI_DOUBLE)
+    *out = DType::f64;
+  else if (datatype != MPI_DATATYPE_NULL && datatype == handles.float16)
+    *out = DType::f16;
+  else if (datatype != MPI_DATATYPE_NULL && datatype == handles.bfloat16)
+    *out = DType::bf16;
   else
     return fail(BAGUA_ERR_UNSUPPORTED_DATATYPE,
                 "datatype is not MPI_FLOAT, MPI_DOUBLE, BAGUA_FLOAT16 or BAGUA_BFLOAT16");
@@ -98,11 +101,16 @@ Status dtype_from_mpi(MPI_Datatype datatype, DType *out) {
 }
 
 Status op_from_mpi(MPI_Op op, ReduceOp *out) {
-  if (op == MPI_SUM) *out = ReduceOp::sum;
-  else if (op == MPI_MAX) *out = ReduceOp::max;
-  else if (op == MPI_MIN) *out = ReduceOp::min;
-  else if (op != MPI_OP_NULL && op == handles.avg) *out = ReduceOp::avg;
-  else return fail(BAGUA_ERR_UNSUPPORTED_OP, "op is not MPI_SUM, MPI_MAX, MPI_MIN or BAGUA_AVG");
+  if (op == MPI_SUM)
+    *out = ReduceOp::sum;
+  else if (op == MPI_MAX)
+    *out = ReduceOp::max;
+  else if (op == MPI_MIN)
+    *out = ReduceOp::min;
+  else if (op != MPI_OP_NULL && op == handles.avg)
+    *out = ReduceOp::avg;
+  else
+    return fail(BAGUA_ERR_UNSUPPORTED_OP, "op is not MPI_SUM, MPI_MAX, MPI_MIN or BAGUA_AVG");
   return BAGUA_SUCCESS;
 }
 

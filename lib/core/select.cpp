@@ -56,9 +56,8 @@ Status select_schedule(const SelectionSettings &settings, Family family, Wire wi
     if (applies && (best == nullptr || row.score > best->score)) best = &row;
   }
   if (best == nullptr)
-    return fail(BAGUA_ERR_INVALID_ARGUMENT,
-                "no %s schedule runs on %s memory%s; pass host memory", wire_name(wire),
-                memory == Memory::cuda ? "CUDA device" : "host",
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "no %s schedule runs on %s memory%s; pass host memory",
+                wire_name(wire), memory == Memory::cuda ? "CUDA device" : "host",
                 settings.hierarchical ? " with BAGUA_HIERARCHICAL=1" : "");
   *out = best->schedule;
   return BAGUA_SUCCESS;

@@ -1,4 +1,4 @@
-// The selection policy, as data (model: UCC's coll_score): for a call's wire
+// The selection policy, as data: for a call's wire
 // format, size and memory type, which schedule runs. Every caller (the flat
 // calls, nonblocking calls, buckets, partial reduce, decentralized `all`,
 // asynchronous averaging, and bagua_allreduce_bytes for the trainer) asks

@@ -9,11 +9,12 @@ constexpr uint8_t bit(DType t) { return uint8_t(1u << unsigned(t)); }
 constexpr uint8_t bit(ReduceOp op) { return uint8_t(1u << unsigned(op)); }
 constexpr uint8_t bit(Memory m) { return uint8_t(1u << unsigned(m)); }
 
-constexpr uint8_t kAllTypes = bit(DType::f32) | bit(DType::f64) | bit(DType::f16) | bit(DType::bf16);
+constexpr uint8_t kAllTypes =
+    bit(DType::f32) | bit(DType::f64) | bit(DType::f16) | bit(DType::bf16);
 // The codecs read float32 and the half types (doc/codecs.md).
 constexpr uint8_t kCodecTypes = bit(DType::f32) | bit(DType::f16) | bit(DType::bf16);
-constexpr uint8_t kAllOps = bit(ReduceOp::sum) | bit(ReduceOp::max) | bit(ReduceOp::min) |
-                            bit(ReduceOp::avg);
+constexpr uint8_t kAllOps =
+    bit(ReduceOp::sum) | bit(ReduceOp::max) | bit(ReduceOp::min) | bit(ReduceOp::avg);
 // A compressed sum is a sum of decoded values: max and min have no codec.
 constexpr uint8_t kSumOps = bit(ReduceOp::sum) | bit(ReduceOp::avg);
 constexpr uint8_t kAverage = bit(ReduceOp::avg);
@@ -66,17 +67,6 @@ std::string list_of(uint8_t bits, int count, Name name) {
 
 std::span<const SupportRow> support_matrix() { return kMatrix; }
 
-const char *wire_name(Wire w) {
-  switch (w) {
-    case Wire::exact: return "exact";
-    case Wire::q8: return "q8";
-    case Wire::fp16: return "fp16";
-    case Wire::bf16: return "bf16";
-    case Wire::sign: return "sign";
-  }
-  return "?";
-}
-
 const char *family_name(Family f) {
   switch (f) {
     case Family::allreduce: return "allreduce";
@@ -90,34 +80,19 @@ const char *family_name(Family f) {
   return "?";
 }
 
-const char *dtype_handle_name(DType t) {
-  switch (t) {
-    case DType::f32: return "MPI_FLOAT";
-    case DType::f64: return "MPI_DOUBLE";
-    case DType::f16: return "BAGUA_FLOAT16";
-    case DType::bf16: return "BAGUA_BFLOAT16";
-  }
-  return "?";
-}
-
-const char *op_handle_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::sum: return "MPI_SUM";
-    case ReduceOp::max: return "MPI_MAX";
-    case ReduceOp::min: return "MPI_MIN";
-    case ReduceOp::avg: return "BAGUA_AVG";
-  }
-  return "?";
-}
-
 std::string dtype_list(uint8_t dtypes) {
-  return list_of(dtypes, 4, [](int i) { return dtype_handle_name(DType(i)); });
+  return list_of(dtypes, 4, [](int i) { return dtype_name(DType(i)); });
 }
 std::string op_list(uint8_t ops) {
-  return list_of(ops, 4, [](int i) { return op_handle_name(ReduceOp(i)); });
+  return list_of(ops, 4, [](int i) { return op_name(ReduceOp(i)); });
 }
 std::string memory_list(uint8_t memory) {
   return list_of(memory, 2, [](int i) { return i == 0 ? "host" : "cuda"; });
+}
+
+std::string support_row_text(const SupportRow &row) {
+  return std::string("| ") + family_name(row.family) + " | " + wire_name(row.wire) + " | " +
+         dtype_list(row.dtypes) + " | " + op_list(row.ops) + " | " + memory_list(row.memory) + " |";
 }
 
 Status check_support(Family family, Wire wire, DType t, ReduceOp op, Memory memory) {
@@ -127,10 +102,10 @@ Status check_support(Family family, Wire wire, DType t, ReduceOp op, Memory memo
                 family_name(family), wire_name(wire));
   if (!(row->dtypes & bit(t)))
     return fail(BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype must be %s for %s (got %s)",
-                dtype_list(row->dtypes).c_str(), wire_name(wire), dtype_handle_name(t));
+                dtype_list(row->dtypes).c_str(), wire_name(wire), dtype_name(t));
   if (!(row->ops & bit(op)))
     return fail(BAGUA_ERR_UNSUPPORTED_OP, "op must be %s for %s (got %s)",
-                op_list(row->ops).c_str(), wire_name(wire), op_handle_name(op));
+                op_list(row->ops).c_str(), wire_name(wire), op_name(op));
   if (!(row->memory & bit(memory)))
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
                 "CUDA device buffers are not supported here (%s, %s); pass host memory "

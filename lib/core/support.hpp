@@ -24,14 +24,12 @@ std::span<const SupportRow> support_matrix();
 // Checks one call's combination; the message names the rule it broke.
 Status check_support(Family family, Wire wire, DType t, ReduceOp op, Memory memory);
 
-const char *wire_name(Wire w);
 const char *family_name(Family f);
-// The MPI-side names ("MPI_FLOAT", "BAGUA_AVG", ...), for messages.
-const char *dtype_handle_name(DType t);
-const char *op_handle_name(ReduceOp op);
 // "MPI_FLOAT, BAGUA_FLOAT16 or BAGUA_BFLOAT16" for a dtype bit set.
 std::string dtype_list(uint8_t dtypes);
 std::string op_list(uint8_t ops);
 std::string memory_list(uint8_t memory);
+// One row as bagua-info prints it and doc/api.md lists it (a table row).
+std::string support_row_text(const SupportRow &row);
 
 }  // namespace bagua

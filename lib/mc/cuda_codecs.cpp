@@ -151,8 +151,7 @@ class GpuQ8Codec final : public GpuCodec {
   size_t block_elems() const override { return block_; }
 
  protected:
-  CodecStatus encode_on_device(Stage, const void *src, DType t, size_t count,
-                               void *out) override {
+  CodecStatus encode_on_device(Stage, const void *src, DType t, size_t count, void *out) override {
     return codec::gpu::q8_encode(src, t, count, block_, out, stream_);
   }
   CodecStatus decode_on_device(const void *in, size_t bytes, size_t count, void *dst, DType t,
@@ -199,8 +198,8 @@ class GpuCastCodec final : public GpuCodec {
 }  // namespace
 
 std::unique_ptr<ChunkCodec> make_device_codec(Wire wire, uint32_t block,
-                                              float contribution_prescale,
-                                              float reduced_prescale, void *stream) {
+                                              float contribution_prescale, float reduced_prescale,
+                                              void *stream) {
   switch (wire) {
     case Wire::q8: return std::make_unique<GpuQ8Codec>(block, stream);
     case Wire::fp16:

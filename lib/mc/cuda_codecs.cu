@@ -1,8 +1,8 @@
 // Element-wise kernels of the compressed allreduce's reduce step on device
 // memory. Conversions are half.h's, shared with the host path, so a device
 // buffer gives the same bits as a host buffer.
-#include "cuda_codecs.cuh"
 #include "cuda/common.cuh"
+#include "cuda_codecs.cuh"
 
 namespace bagua {
 namespace {
@@ -49,13 +49,11 @@ CodecStatus gpu_load_as_float(const void *src, DType t, size_t count, float *out
 
 CodecStatus gpu_divide(float *acc, size_t count, float divisor, void *stream) {
   if (count == 0) return CodecStatus::ok;
-  divide_kernel<<<grid_for(count, kThreads), kThreads, 0, as_stream(stream)>>>(acc, count,
-                                                                               divisor);
+  divide_kernel<<<grid_for(count, kThreads), kThreads, 0, as_stream(stream)>>>(acc, count, divisor);
   return launch_status();
 }
 
-CodecStatus gpu_store_from_float(const float *acc, size_t count, void *dst, DType t,
-                                 void *stream) {
+CodecStatus gpu_store_from_float(const float *acc, size_t count, void *dst, DType t, void *stream) {
   if (count == 0) return CodecStatus::ok;
   return with_dtype(t, [&](auto e) {
     using E = decltype(e);

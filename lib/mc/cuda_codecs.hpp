@@ -16,7 +16,7 @@ namespace bagua {
 // The device codec of `wire` (q8, fp16, bf16), or nullptr for a wire format
 // without one and in a build without CUDA. Prescales as make_cast_codec.
 std::unique_ptr<ChunkCodec> make_device_codec(Wire wire, uint32_t block,
-                                              float contribution_prescale,
-                                              float reduced_prescale, void *stream);
+                                              float contribution_prescale, float reduced_prescale,
+                                              void *stream);
 
 }  // namespace bagua

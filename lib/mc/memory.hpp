@@ -1,4 +1,4 @@
-// The memory component (model: UCC's mc/): where a user buffer lives, and
+// The memory component: where a user buffer lives, and
 // everything that touches device memory (the CUDA stream setting, the device
 // codec adapters in cuda_codecs.*). Algorithms never include it; the core
 // resolves a call's memory type once and picks host or device codecs.

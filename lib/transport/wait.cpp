@@ -11,8 +11,8 @@ constexpr int kSpinPolls = 64;
 
 Status timeout_error(const Request &req, const char *transport) {
   return fail(BAGUA_ERR_TIMEOUT, "%s of %zu bytes %s rank %d (tag 0x%x) timed out on %s",
-              req.is_recv ? "receive" : "send", req.bytes, req.is_recv ? "from" : "to",
-              req.peer, req.tag, transport);
+              req.is_recv ? "receive" : "send", req.bytes, req.is_recv ? "from" : "to", req.peer,
+              req.tag, transport);
 }
 
 }  // namespace

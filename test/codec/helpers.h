@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "codec.h"
-#include "lib/base/dtype.hpp"
 #include "cpu/codec_cpu.h"
+#include "lib/base/dtype.hpp"
 
 namespace codec_test {
 

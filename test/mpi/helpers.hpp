@@ -88,8 +88,12 @@ class TypedBuffer {
     switch (t_) {
       case Type::f32: reinterpret_cast<float *>(data())[i] = float(v); break;
       case Type::f64: reinterpret_cast<double *>(data())[i] = v; break;
-      case Type::f16: reinterpret_cast<uint16_t *>(data())[i] = bagua::float_to_fp16(float(v)); break;
-      case Type::bf16: reinterpret_cast<uint16_t *>(data())[i] = bagua::float_to_bf16(float(v)); break;
+      case Type::f16:
+        reinterpret_cast<uint16_t *>(data())[i] = bagua::float_to_fp16(float(v));
+        break;
+      case Type::bf16:
+        reinterpret_cast<uint16_t *>(data())[i] = bagua::float_to_bf16(float(v));
+        break;
     }
   }
   double get(size_t i) {

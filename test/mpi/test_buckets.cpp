@@ -14,7 +14,6 @@
 
 namespace {
 
-
 // Rank r's contribution to element i of tensor t in round k: small integers,
 // so sums are exact in float.
 float input(int rank, int tensor, size_t i, int round) {
@@ -197,31 +196,32 @@ TEST_CASE("buckets: mixed algorithms and datatypes in one model", "[buckets]") {
 
 TEST_CASE("buckets: registration and usage errors are clear", "[buckets][errors]") {
   bagua_bucket_comm_t bc = nullptr;
-  test::expect_error(bagua_bucket_comm_create(MPI_COMM_NULL, nullptr, &bc), BAGUA_ERR_INVALID_ARGUMENT,
-               "MPI_COMM_NULL");
+  test::expect_error(bagua_bucket_comm_create(MPI_COMM_NULL, nullptr, &bc),
+                     BAGUA_ERR_INVALID_ARGUMENT, "MPI_COMM_NULL");
   CHECK(bc == nullptr);
   test::expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, nullptr, nullptr),
-               BAGUA_ERR_INVALID_ARGUMENT, "out is NULL");
-  test::expect_error(bagua_bucket_config_init(nullptr), BAGUA_ERR_INVALID_ARGUMENT, "config is NULL");
+                     BAGUA_ERR_INVALID_ARGUMENT, "out is NULL");
+  test::expect_error(bagua_bucket_config_init(nullptr), BAGUA_ERR_INVALID_ARGUMENT,
+                     "config is NULL");
   bagua_bucket_config config;
   REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
   CHECK(config.bucket_bytes == BAGUA_BUCKET_DEFAULT_BYTES);
   config.bucket_bytes = 0;
-  test::expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc), BAGUA_ERR_INVALID_ARGUMENT,
-               "bucket_bytes");
+  test::expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc),
+                     BAGUA_ERR_INVALID_ARGUMENT, "bucket_bytes");
   REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
   config.flatten = 2;
-  test::expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc), BAGUA_ERR_INVALID_ARGUMENT,
-               "flatten");
+  test::expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc),
+                     BAGUA_ERR_INVALID_ARGUMENT, "flatten");
   REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
   const int bad_algorithm = 42;  // as a C caller could pass
   std::memcpy(&config.algorithm.algorithm, &bad_algorithm, sizeof bad_algorithm);
-  test::expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc), BAGUA_ERR_INVALID_ARGUMENT,
-               "algorithm 42");
+  test::expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc),
+                     BAGUA_ERR_INVALID_ARGUMENT, "algorithm 42");
   REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
   config.algorithm.op = MPI_PROD;
-  test::expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc), BAGUA_ERR_UNSUPPORTED_OP,
-               "op");
+  test::expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc),
+                     BAGUA_ERR_UNSUPPORTED_OP, "op");
 
   // Marks never made: wait gives up after BAGUA_TIMEOUT_MS (read at create).
   int id = -1, buckets = 0;
@@ -234,43 +234,48 @@ TEST_CASE("buckets: registration and usage errors are clear", "[buckets][errors]
   REQUIRE(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets) == BAGUA_SUCCESS);
   REQUIRE(bagua_bucket_comm_mark_ready(bc, 0) == BAGUA_SUCCESS);
   test::expect_error(bagua_bucket_comm_wait_all(bc), BAGUA_ERR_TIMEOUT, "first: tensor 1");
+  // The timed-out wait broke the bucketed communicator: later calls say so
+  // at once instead of waiting again.
+  test::expect_error(bagua_bucket_comm_mark_ready(bc, 1), BAGUA_ERR_COMM_BROKEN, "timed out");
+  test::expect_error(bagua_bucket_comm_wait(bc, 0), BAGUA_ERR_COMM_BROKEN, "timed out");
   REQUIRE(bagua_bucket_comm_destroy(&bc) == BAGUA_SUCCESS);
 
   REQUIRE(bagua_bucket_comm_create(MPI_COMM_WORLD, nullptr, &bc) == BAGUA_SUCCESS);
   std::vector<double> c(10);
-  test::expect_error(bagua_bucket_comm_wait_all(bc), BAGUA_ERR_INVALID_ARGUMENT, "nothing to wait for");
+  test::expect_error(bagua_bucket_comm_wait_all(bc), BAGUA_ERR_INVALID_ARGUMENT,
+                     "nothing to wait for");
   test::expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets),
-               BAGUA_ERR_INVALID_ARGUMENT, "no tensor");
+                     BAGUA_ERR_INVALID_ARGUMENT, "no tensor");
   test::expect_error(bagua_bucket_comm_register(nullptr, a.data(), 100, MPI_FLOAT, &id),
-               BAGUA_ERR_INVALID_ARGUMENT, "bc is NULL");
+                     BAGUA_ERR_INVALID_ARGUMENT, "bc is NULL");
   test::expect_error(bagua_bucket_comm_register(bc, nullptr, 100, MPI_FLOAT, &id),
-               BAGUA_ERR_INVALID_ARGUMENT, "ptr is NULL");
+                     BAGUA_ERR_INVALID_ARGUMENT, "ptr is NULL");
   test::expect_error(bagua_bucket_comm_register(bc, a.data(), -1, MPI_FLOAT, &id),
-               BAGUA_ERR_INVALID_ARGUMENT, "negative");
+                     BAGUA_ERR_INVALID_ARGUMENT, "negative");
   test::expect_error(bagua_bucket_comm_register(bc, a.data(), 100, MPI_INT, &id),
-               BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
+                     BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
   test::expect_error(bagua_bucket_comm_register(bc, a.data(), 100, MPI_FLOAT, nullptr),
-               BAGUA_ERR_INVALID_ARGUMENT, "tensor_id is NULL");
+                     BAGUA_ERR_INVALID_ARGUMENT, "tensor_id is NULL");
   REQUIRE(bagua_bucket_comm_register(bc, a.data() + 10, 50, MPI_FLOAT, &id) == BAGUA_SUCCESS);
   test::expect_error(bagua_bucket_comm_register(bc, a.data(), 11, MPI_FLOAT, &id),
-               BAGUA_ERR_INVALID_ARGUMENT, "overlaps tensor 0");
+                     BAGUA_ERR_INVALID_ARGUMENT, "overlaps tensor 0");
   test::expect_error(bagua_bucket_comm_register(bc, a.data() + 59, 2, MPI_FLOAT, &id),
-               BAGUA_ERR_INVALID_ARGUMENT, "overlaps tensor 0");
+                     BAGUA_ERR_INVALID_ARGUMENT, "overlaps tensor 0");
   test::expect_error(bagua_bucket_comm_register(bc, a.data() + 20, 1, MPI_FLOAT, &id),
-               BAGUA_ERR_INVALID_ARGUMENT, "overlaps tensor 0");
+                     BAGUA_ERR_INVALID_ARGUMENT, "overlaps tensor 0");
   REQUIRE(bagua_bucket_comm_register(bc, a.data(), 10, MPI_FLOAT, &id) == BAGUA_SUCCESS);
   REQUIRE(bagua_bucket_comm_register(bc, a.data() + 60, 40, MPI_FLOAT, &id) == BAGUA_SUCCESS);
   REQUIRE(bagua_bucket_comm_register(bc, c.data(), 10, MPI_DOUBLE, &id) == BAGUA_SUCCESS);
   REQUIRE(bagua_bucket_comm_register(bc, b.data(), 100, MPI_FLOAT, &id) == BAGUA_SUCCESS);
   test::expect_error(bagua_bucket_comm_mark_ready(bc, 0), BAGUA_ERR_INVALID_ARGUMENT,
-               "finalize_registration");
+                     "finalize_registration");
   REQUIRE(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets) == BAGUA_SUCCESS);
   // A datatype change closes a bucket: floats, the double, floats.
   CHECK(buckets == 3);
   test::expect_error(bagua_bucket_comm_register(bc, b.data(), 1, MPI_FLOAT, &id),
-               BAGUA_ERR_INVALID_ARGUMENT, "already finalized");
+                     BAGUA_ERR_INVALID_ARGUMENT, "already finalized");
   test::expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets),
-               BAGUA_ERR_INVALID_ARGUMENT, "already finalized");
+                     BAGUA_ERR_INVALID_ARGUMENT, "already finalized");
   test::expect_error(bagua_bucket_comm_mark_ready(bc, 5), BAGUA_ERR_INVALID_ARGUMENT, "unknown");
   test::expect_error(bagua_bucket_comm_mark_ready(bc, -1), BAGUA_ERR_INVALID_ARGUMENT, "unknown");
   test::expect_error(bagua_bucket_comm_wait(bc, 3), BAGUA_ERR_INVALID_ARGUMENT, "does not exist");
@@ -279,20 +284,20 @@ TEST_CASE("buckets: registration and usage errors are clear", "[buckets][errors]
   const bagua_bucket_algorithm_config q8{BAGUA_BUCKET_ALLREDUCE_Q8, BAGUA_AVG};
   const bagua_bucket_algorithm_config q8_max{BAGUA_BUCKET_ALLREDUCE_Q8, MPI_MAX};
   test::expect_error(bagua_bucket_comm_set_algorithm(bc, 1, &q8), BAGUA_ERR_UNSUPPORTED_DATATYPE,
-               "bucket 1");
+                     "bucket 1");
   test::expect_error(bagua_bucket_comm_set_algorithm(bc, -1, &q8), BAGUA_ERR_UNSUPPORTED_DATATYPE,
-               "bucket 1");
+                     "bucket 1");
   test::expect_error(bagua_bucket_comm_set_algorithm(bc, 0, &q8_max), BAGUA_ERR_UNSUPPORTED_OP,
-               "MPI_SUM or BAGUA_AVG");
+                     "MPI_SUM or BAGUA_AVG");
   test::expect_error(bagua_bucket_comm_set_algorithm(bc, 0, nullptr), BAGUA_ERR_INVALID_ARGUMENT,
-               "algorithm is NULL");
+                     "algorithm is NULL");
   // Bucket 0 holds tensors 0..2: mark two of them.
   REQUIRE(bagua_bucket_comm_mark_ready(bc, 0) == BAGUA_SUCCESS);
   REQUIRE(bagua_bucket_comm_mark_ready(bc, 1) == BAGUA_SUCCESS);
   test::expect_error(bagua_bucket_comm_mark_ready(bc, 1), BAGUA_ERR_INVALID_ARGUMENT,
-               "already marked ready");
+                     "already marked ready");
   test::expect_error(bagua_bucket_comm_set_algorithm(bc, 0, &q8), BAGUA_ERR_INVALID_ARGUMENT,
-               "between rounds");
+                     "between rounds");
   REQUIRE(bagua_bucket_comm_test(bc, 0, &flag) == BAGUA_SUCCESS);
   CHECK(flag == 0);
   REQUIRE(bagua_bucket_comm_mark_ready(bc, 2) == BAGUA_SUCCESS);
@@ -314,8 +319,8 @@ TEST_CASE("buckets: ranks that register different tensors get a mismatch", "[buc
   int id = 0, buckets = 0;
   REQUIRE(bagua_bucket_comm_register(bc, a.data(), 10 + (test::world_rank() == 0), MPI_FLOAT,
                                      &id) == BAGUA_SUCCESS);
-  test::expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets), BAGUA_ERR_MISMATCH,
-               "different tensors");
+  test::expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets),
+                     BAGUA_ERR_MISMATCH, "different tensors");
   bagua_bucket_comm_destroy(&bc);
 }
 
@@ -361,23 +366,23 @@ TEST_CASE("iallreduce: bad arguments are refused before starting", "[iallreduce]
   float a[8] = {}, b[8] = {};
   MPI_Request r = MPI_REQUEST_NULL;
   test::expect_error(bagua_iallreduce(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, nullptr),
-               BAGUA_ERR_INVALID_ARGUMENT, "request is NULL");
+                     BAGUA_ERR_INVALID_ARGUMENT, "request is NULL");
   test::expect_error(bagua_iallreduce(nullptr, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r),
-               BAGUA_ERR_INVALID_ARGUMENT, "sendbuf is NULL");
+                     BAGUA_ERR_INVALID_ARGUMENT, "sendbuf is NULL");
   CHECK(r == MPI_REQUEST_NULL);
   test::expect_error(bagua_iallreduce(a, b, -1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r),
-               BAGUA_ERR_INVALID_ARGUMENT, "negative");
+                     BAGUA_ERR_INVALID_ARGUMENT, "negative");
   test::expect_error(bagua_iallreduce(a, b, 8, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r),
-               BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
+                     BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
   test::expect_error(bagua_iallreduce(a, b, 8, MPI_FLOAT, MPI_PROD, MPI_COMM_WORLD, &r),
-               BAGUA_ERR_UNSUPPORTED_OP, "op");
+                     BAGUA_ERR_UNSUPPORTED_OP, "op");
   test::expect_error(bagua_iallreduce(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_NULL, &r),
-               BAGUA_ERR_INVALID_ARGUMENT, "MPI_COMM_NULL");
+                     BAGUA_ERR_INVALID_ARGUMENT, "MPI_COMM_NULL");
   double d[8] = {}, e[8] = {};
   test::expect_error(bagua_iallreduce_q8(d, e, 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r),
-               BAGUA_ERR_UNSUPPORTED_DATATYPE, "MPI_FLOAT");
+                     BAGUA_ERR_UNSUPPORTED_DATATYPE, "MPI_FLOAT");
   test::expect_error(bagua_iallreduce_q8(a, b, 8, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD, &r),
-               BAGUA_ERR_UNSUPPORTED_OP, "MPI_SUM or BAGUA_AVG");
+                     BAGUA_ERR_UNSUPPORTED_OP, "MPI_SUM or BAGUA_AVG");
 }
 
 TEST_CASE("buckets and iallreduce: a thousand rounds leave nothing behind",
@@ -416,10 +421,10 @@ TEST_CASE("buckets: a default algorithm a bucket cannot run fails finalize, whic
   int id = 0, buckets = 0;
   REQUIRE(bagua_bucket_comm_register(bc, d.data(), 8, MPI_DOUBLE, &id) == BAGUA_SUCCESS);
   test::expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets),
-               BAGUA_ERR_UNSUPPORTED_DATATYPE, "bucket 0");
+                     BAGUA_ERR_UNSUPPORTED_DATATYPE, "bucket 0");
   // Registration is still open.
   REQUIRE(bagua_bucket_comm_register(bc, f.data(), 8, MPI_FLOAT, &id) == BAGUA_SUCCESS);
   test::expect_error(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets),
-               BAGUA_ERR_UNSUPPORTED_DATATYPE, "bucket 0");
+                     BAGUA_ERR_UNSUPPORTED_DATATYPE, "bucket 0");
   bagua_bucket_comm_destroy(&bc);
 }

@@ -55,12 +55,16 @@ using Call = int (*)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
 
 // Runs `call` on host buffers and on device buffers; compares the bytes.
 void compare(Call call, const char *name, MPI_Datatype t, MPI_Op op, int count, bool in_place) {
-  const int rank = [] { int r; MPI_Comm_rank(MPI_COMM_WORLD, &r); return r; }();
+  const int rank = [] {
+    int r;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    return r;
+  }();
   const std::vector<unsigned char> in = input(t, count, rank);
   const size_t bytes = in.size();
   std::vector<unsigned char> host_out(in), device_out(bytes);
-  const int host_rc = call(in_place ? MPI_IN_PLACE : in.data(), host_out.data(), count, t, op,
-                           MPI_COMM_WORLD);
+  const int host_rc =
+      call(in_place ? MPI_IN_PLACE : in.data(), host_out.data(), count, t, op, MPI_COMM_WORLD);
   void *d_in = nullptr, *d_out = nullptr;
   cudaMalloc(&d_in, bytes + 1);
   cudaMalloc(&d_out, bytes + 1);
@@ -80,10 +84,12 @@ void bad_mixes() {
   void *dev = nullptr;
   cudaMalloc(&dev, sizeof host);
   expect(bagua_allreduce_q8(host, dev, 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) ==
-             BAGUA_ERR_INVALID_ARGUMENT, "host sendbuf with device recvbuf is rejected", 4);
+             BAGUA_ERR_INVALID_ARGUMENT,
+         "host sendbuf with device recvbuf is rejected", 4);
   expect(std::strstr(bagua_last_error(), "both must be") != nullptr, "mix message", 4);
   expect(bagua_allreduce(dev, host, 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) ==
-             BAGUA_ERR_INVALID_ARGUMENT, "bagua_allreduce rejects device buffers", 4);
+             BAGUA_ERR_INVALID_ARGUMENT,
+         "bagua_allreduce rejects device buffers", 4);
   expect(std::strstr(bagua_last_error(), "bagua_allreduce_q8") != nullptr, "device message", 4);
   cudaFree(dev);
 }

@@ -80,9 +80,9 @@ int main(int argc, char **argv) {
   MPI_Comm rd;
   MPI_Comm_dup(MPI_COMM_WORLD, &rd);
   fill(data, rank);
-  expect(bagua_allreduce_c(MPI_IN_PLACE, data.data(), kCount, MPI_FLOAT, MPI_SUM, rd) ==
-             BAGUA_SUCCESS,
-         "bagua_allreduce_c");
+  expect(
+      bagua_allreduce_c(MPI_IN_PLACE, data.data(), kCount, MPI_FLOAT, MPI_SUM, rd) == BAGUA_SUCCESS,
+      "bagua_allreduce_c");
   expect(wrong_elements(data, ranks, 0.0) == 0, "exact sum above INT_MAX bytes");
   MPI_Comm_free(&rd);
   unsetenv("BAGUA_ALLREDUCE_ALGO");

@@ -245,23 +245,27 @@ TEST_CASE("ranks leaving early never block the others", "[partial]") {
 TEST_CASE("a rank that left takes part again with its next call", "[partial]") {
   const int n = test::world_size(), rank = test::world_rank();
   // P = n and no deadline within the test: a group closes only when every
-  // rank taking part is ready, so a group of n shows that every rank is back.
+  // rank taking part is ready.
   test::ScopedComm comm(
       {{"BAGUA_PARTIAL_DEADLINE_MS", "100000"}, {"BAGUA_PARTIAL_DEADLINE_MAX_MS", "100000"}});
   int call = 0;
   // Three rounds of: leave, a collective of the trainer's kind (every rank has
-  // left, so no group may wait for a rank inside it), then calls until a group
-  // of all n ranks forms. Ranks come back one by one: until the controller has
-  // heard from all of them, the ones back first may average in smaller groups.
+  // left, so no group may wait for a rank inside it), one call each with
+  // P = 1 (it closes at once, so it cannot wait for a rank in the barrier
+  // below), then after a barrier one call each with P = n. Each rank's first
+  // call made it take part again, and its return means the controller knows,
+  // so after the barrier every rank takes part and the group holds all n.
   for (int round = 0; round < 3; ++round) {
     REQUIRE(bagua_partial_leave(comm.get()) == BAGUA_SUCCESS);
     int sum = 0;
     MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, comm.get());
     CHECK(sum == n * (n - 1) / 2);
     bagua_group_info info{};
-    for (int tries = 0; tries <= n && info.size != n; ++tries, ++call)
-      CHECK(call_and_check(comm.get(), Type::f32, 33, n, call, &info) == 0);
-    REQUIRE(info.size == n);
+    CHECK(call_and_check(comm.get(), Type::f32, 33, 1, call++, &info) == 0);
+    CHECK(info.size == 1);
+    MPI_Barrier(comm.get());
+    CHECK(call_and_check(comm.get(), Type::f32, 33, n, call++, &info) == 0);
+    CHECK(info.size == n);
   }
 }
 

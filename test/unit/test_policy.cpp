@@ -1,7 +1,9 @@
 // The selection policy, the support matrix and the tag layout: decisions as
 // data, checked without MPI.
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "core/select.hpp"
@@ -41,8 +43,7 @@ TEST_CASE("BAGUA_ALLREDUCE_ALGO forces one exact schedule for every size", "[pol
   s.exact_algo = AllreduceAlgo::ring;
   CHECK(selected(s, Family::allreduce, Wire::exact, 8) == Schedule::ring);
   s.exact_algo = AllreduceAlgo::recursive_doubling;
-  CHECK(selected(s, Family::bucket, Wire::exact, size_t(1) << 30) ==
-        Schedule::recursive_doubling);
+  CHECK(selected(s, Family::bucket, Wire::exact, size_t(1) << 30) == Schedule::recursive_doubling);
 }
 
 TEST_CASE("compressed wires run ByteGrad; hierarchical only for the blocking calls", "[policy]") {
@@ -73,8 +74,9 @@ TEST_CASE("the support matrix: codecs take float types and sums; exact takes all
       CHECK(check_support(Family::allreduce, Wire::exact, t, op, Memory::host) == BAGUA_SUCCESS);
   CHECK(check_support(Family::allreduce, Wire::q8, DType::f64, ReduceOp::sum, Memory::host) ==
         BAGUA_ERR_UNSUPPORTED_DATATYPE);
-  CHECK(message() == "datatype must be MPI_FLOAT, BAGUA_FLOAT16 or BAGUA_BFLOAT16 for q8 (got "
-                     "MPI_DOUBLE)");
+  CHECK(message() ==
+        "datatype must be MPI_FLOAT, BAGUA_FLOAT16 or BAGUA_BFLOAT16 for q8 (got "
+        "MPI_DOUBLE)");
   CHECK(check_support(Family::allreduce, Wire::fp16, DType::f32, ReduceOp::max, Memory::host) ==
         BAGUA_ERR_UNSUPPORTED_OP);
   CHECK(message() == "op must be MPI_SUM or BAGUA_AVG for fp16 (got MPI_MAX)");
@@ -90,6 +92,16 @@ TEST_CASE("the support matrix: codecs take float types and sums; exact takes all
   for (Family f : {Family::bucket, Family::partial, Family::decentralized, Family::async})
     CHECK(check_support(f, Wire::exact, DType::f32, ReduceOp::avg, Memory::cuda) ==
           BAGUA_ERR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("doc/api.md lists the support matrix as the library has it", "[support][doc]") {
+  std::ifstream file(std::string(BAGUA_DOC_DIR) + "/api.md");
+  std::stringstream text;
+  text << file.rdbuf();
+  for (const SupportRow &row : support_matrix()) {
+    INFO(support_row_text(row) << " (bagua-info --support prints the table)");
+    CHECK(text.str().find(support_row_text(row)) != std::string::npos);
+  }
 }
 
 TEST_CASE("every family and wire pair appears at most once in the matrix", "[support]") {
