@@ -80,16 +80,21 @@ void check_case(const Method &m, MPI_Comm comm, Type t, MPI_Op op, size_t count,
   CHECK(same_on_all_ranks(recv.data(), count * test::type_size(t), comm));
 }
 
+// Every method, type and op over the real transport; counts alternate
+// in place and out of place (the full count x type x op matrix at 1..16
+// ranks runs in-process, test/inproc/test_compressed.cpp).
 void run_matrix(MPI_Comm comm, std::initializer_list<size_t> counts) {
   for (const Method &m : kMethods)
     for (Type t : {Type::f32, Type::f16, Type::bf16})
-      for (MPI_Op op : {MPI_SUM, BAGUA_AVG})
-        for (size_t count : counts)
-          for (bool in_place : {false, true}) {
-            INFO(m.name << " " << test::type_name(t) << (op == MPI_SUM ? " sum" : " avg")
-                        << " count " << count << (in_place ? " in-place" : ""));
-            check_case(m, comm, t, op, count, in_place);
-          }
+      for (MPI_Op op : {MPI_SUM, BAGUA_AVG}) {
+        bool in_place = t == Type::f16;
+        for (size_t count : counts) {
+          INFO(m.name << " " << test::type_name(t) << (op == MPI_SUM ? " sum" : " avg") << " count "
+                      << count << (in_place ? " in-place" : ""));
+          check_case(m, comm, t, op, count, in_place);
+          in_place = !in_place;
+        }
+      }
 }
 
 }  // namespace
@@ -100,7 +105,7 @@ TEST_CASE("compressed allreduce stays within its error bound, identical on all r
   // Small segments and blocks so that larger counts run a multi-segment,
   // multi-block pipeline.
   test::ScopedComm comm({{"BAGUA_SEGMENT_BYTES", "16384"}, {"BAGUA_CODEC_BLOCK", "256"}});
-  run_matrix(comm.get(), {0, 1, 7, n + 1, 4097, 100003});
+  run_matrix(comm.get(), {0, 7, n + 1, 40001});
   test::ScopedComm defaults;
   run_matrix(defaults.get(), {100003});
 }
