@@ -29,7 +29,18 @@
 #ifndef BAGUA_H
 #define BAGUA_H
 
+/* Consumers link MPI's C library only (pkg-config ompi-c / mpich, CMake MPI::MPI_C):
+ * keep mpi.h from declaring the deprecated MPI C++ bindings, whose inline code needs
+ * libmpi_cxx. For a program that includes mpi.h first, bagua's pkg-config Cflags and
+ * CMake target define both macros. */
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
