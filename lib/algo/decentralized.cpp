@@ -59,24 +59,23 @@ class PeerAverage {
         type_(t),
         esize_(dtype_size(t)),
         peers_(peers),
-        segment_elems_(std::max<size_t>(ctx.segment_bytes / esize_, 1)),
-        segments_((count + segment_elems_ - 1) / segment_elems_),
-        recvs_(t_, peers.size(), [&](size_t) { return segments_; }),
-        sends_(t_, peers.size(), [&](size_t) { return segments_; }) {}
+        segments_(count, ctx.segment_bytes / esize_),
+        recvs_(t_, peers.size(), [&](size_t) { return segments_.number(); }),
+        sends_(t_, peers.size(), [&](size_t) { return segments_.number(); }) {}
 
   Status run() {
     ctx_.scratch.resize(peers_.size() * count_ * esize_);
     BAGUA_TRY(post_all());
     const std::vector<const void *> inputs = inputs_in_rank_order();
     // Average each segment as soon as every peer's copy of it has arrived.
-    for (size_t k = 0; k < segments_; ++k) {
+    for (size_t k = 0; k < segments_.number(); ++k) {
       for (size_t p = 0; p < peers_.size(); ++p) {
         BAGUA_TRY(wait(t_, recvs_.row(p)[k], ctx_.deadline));
         // In place, segment k of dst is still being sent until this completes.
         if (src_ == dst_) BAGUA_TRY(wait(t_, sends_.row(p)[k], ctx_.deadline));
       }
-      const size_t begin = k * segment_elems_;
-      average_into(dst_, inputs, begin, std::min(segment_elems_, count_ - begin), type_);
+      const Range s = segments_.at(k);
+      average_into(dst_, inputs, s.begin, s.count, type_);
     }
     for (size_t p = 0; p < peers_.size(); ++p)
       BAGUA_TRY(wait_all(t_, sends_.row(p), ctx_.deadline));
@@ -88,9 +87,9 @@ class PeerAverage {
 
   Status post_all() {
     for (size_t p = 0; p < peers_.size(); ++p) {
-      for (size_t k = 0; k < segments_; ++k) {
-        const size_t offset = k * segment_elems_ * esize_;
-        const size_t bytes = std::min(segment_elems_, count_ - k * segment_elems_) * esize_;
+      for (size_t k = 0; k < segments_.number(); ++k) {
+        const size_t offset = segments_.at(k).begin * esize_;
+        const size_t bytes = segments_.at(k).count * esize_;
         BAGUA_TRY(t_.irecv(received(p) + offset, bytes, peers_[p], ctx_.tags.at(uint32_t(k)),
                            &recvs_.row(p)[k]));
         BAGUA_TRY(t_.isend(byte_at(src_, offset), bytes, peers_[p], ctx_.tags.at(uint32_t(k)),
@@ -118,7 +117,7 @@ class PeerAverage {
   const DType type_;
   const size_t esize_;
   const std::vector<int> &peers_;
-  const size_t segment_elems_, segments_;
+  const Segments segments_;
   RequestSet recvs_, sends_;
 };
 

@@ -5,19 +5,13 @@
 
 #include "compressed.hpp"
 #include "request_set.hpp"
+#include "ring_plan.hpp"
 
 namespace bagua {
 namespace {
 
-struct Segments {
-  size_t count, per;
-  size_t number() const { return (count + per - 1) / per; }
-  size_t begin(size_t k) const { return k * per; }
-  size_t size(size_t k) const { return std::min(per, count - k * per); }
-};
-
 Segments segments_of(const AlgoContext &ctx, DType t, size_t count) {
-  return {count, std::max<size_t>(1, ctx.segment_bytes / dtype_size(t))};
+  return Segments(count, ctx.segment_bytes / dtype_size(t));
 }
 
 const unsigned char *byte_at(const void *base, DType t, size_t elem) {
@@ -28,8 +22,8 @@ const unsigned char *byte_at(const void *base, DType t, size_t elem) {
 Status send_to_leader(AlgoContext &ctx, const void *src, DType t, const Segments &seg) {
   RequestSet sends(ctx.transport, 1, [&](size_t) { return seg.number(); });
   for (size_t k = 0; k < seg.number(); ++k)
-    BAGUA_TRY(ctx.transport.isend(byte_at(src, t, seg.begin(k)), seg.size(k) * dtype_size(t), 0,
-                                  ctx.tags.at(uint32_t(k)), &sends.row(0)[k]));
+    BAGUA_TRY(ctx.transport.isend(byte_at(src, t, seg.at(k).begin), seg.at(k).count * dtype_size(t),
+                                  0, ctx.tags.at(uint32_t(k)), &sends.row(0)[k]));
   return wait_all(ctx.transport, sends.row(0), ctx.deadline);
 }
 
@@ -38,20 +32,21 @@ Status send_to_leader(AlgoContext &ctx, const void *src, DType t, const Segments
 Status sum_at_leader(AlgoContext &ctx, const void *src, DType t, const Segments &seg, float *sum) {
   Transport &tr = ctx.transport;
   const int members = tr.size();
-  ctx.scratch.resize(size_t(members - 1) * seg.count * dtype_size(t));
+  ctx.scratch.resize(size_t(members - 1) * seg.count() * dtype_size(t));
   RequestSet recvs(tr, members, [&](size_t) { return seg.number(); });
   auto landing = [&](int member, size_t k) {
-    return ctx.scratch.data() + (size_t(member - 1) * seg.count + seg.begin(k)) * dtype_size(t);
+    return ctx.scratch.data() +
+           (size_t(member - 1) * seg.count() + seg.at(k).begin) * dtype_size(t);
   };
   for (int m = 1; m < members; ++m)
     for (size_t k = 0; k < seg.number(); ++k)
-      BAGUA_TRY(tr.irecv(landing(m, k), seg.size(k) * dtype_size(t), m, ctx.tags.at(uint32_t(k)),
-                         &recvs.row(m)[k]));
-  load_as_float(src, t, seg.count, sum);
+      BAGUA_TRY(tr.irecv(landing(m, k), seg.at(k).count * dtype_size(t), m,
+                         ctx.tags.at(uint32_t(k)), &recvs.row(m)[k]));
+  load_as_float(src, t, seg.count(), sum);
   for (size_t k = 0; k < seg.number(); ++k)
     for (int m = 1; m < members; ++m) {
       BAGUA_TRY(wait(tr, recvs.row(m)[k], ctx.deadline));
-      add_as_float(landing(m, k), t, seg.size(k), sum + seg.begin(k));
+      add_as_float(landing(m, k), t, seg.at(k).count, sum + seg.at(k).begin);
     }
   return BAGUA_SUCCESS;
 }
@@ -72,8 +67,8 @@ Status node_broadcast_from_leader(AlgoContext &ctx, void *buf, DType t, size_t c
   RequestSet reqs(tr, leader ? members : 1, [&](size_t) { return seg.number(); });
   // The leader sends each segment to every member; members receive them.
   for (size_t k = 0; k < seg.number(); ++k) {
-    unsigned char *at = const_cast<unsigned char *>(byte_at(buf, t, seg.begin(k)));
-    const size_t bytes = seg.size(k) * dtype_size(t);
+    unsigned char *at = const_cast<unsigned char *>(byte_at(buf, t, seg.at(k).begin));
+    const size_t bytes = seg.at(k).count * dtype_size(t);
     if (!leader) {
       BAGUA_TRY(tr.irecv(at, bytes, 0, ctx.tags.at(uint32_t(k)), &reqs.row(0)[k]));
       continue;
