@@ -52,9 +52,9 @@ def flat(module):
     return torch.cat([p.detach().reshape(-1).double() for p in module.parameters()])
 
 
-def train(ddp, steps=STEPS, accumulate=1):
+def train(ddp, steps=STEPS, accumulate=1, lr=0.2, momentum=0.0):
     """SGD steps; with accumulate > 1, the first micro-batches of each step run under no_sync."""
-    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.2)
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=lr, momentum=momentum)
     data = batches(steps * accumulate)
     for step in range(steps):
         optimizer.zero_grad()
@@ -75,10 +75,13 @@ def same_on_every_rank(vector):
     return all(torch.equal(g, gathered[0]) for g in gathered)
 
 
-def ddp(module, algorithm=None, group=None, **options):
+def ddp(module, algorithm=None, group=None, momentum=0.0, **options):
+    """DDP on `module`, with the bagua hook `algorithm` if given. momentum=0: the sign hook
+    sign-averages the gradient, to compare with gloo's plain SGD (test_sign_momentum checks the
+    hook's momentum)."""
     model = DDP(module, process_group=group, bucket_cap_mb=BUCKET_MB, **options)
     if algorithm is not None:
-        model.bagua_state = bagua_torch.register(model, algorithm)
+        model.bagua_state = bagua_torch.register(model, algorithm, momentum=momentum)
     return model
 
 
@@ -107,6 +110,75 @@ def test_hooks_against_gloo():
     check(0 < bytes_sent["sign"] < bytes_sent["q8"] / 4 < bytes_sent["fp16"] / 6
           and bytes_sent["fp16"] == bytes_sent["bf16"] < bytes_sent["exact"] / 1.5,
           f"bytes sent: {bytes_sent}")
+
+
+class Given(nn.Module):
+    """One parameter p of `count` elements whose gradient is what the caller asks: the loss
+    (p * g).sum() gives dloss/dp = g, so the sign hook's single bucket holds g."""
+
+    def __init__(self, count):
+        super().__init__()
+        self.p = nn.Parameter(torch.zeros(count))
+
+    def forward(self, g):
+        return (self.p * g).sum()
+
+
+def test_sign_momentum():
+    """The sign hook (momentum beta) returns the error-fed sign average of m = beta m + g, and m
+    is that average on every rank: a closed form on +-0.5 (the codec's scale is then exact, so
+    is each step), a reference loop of plain sign allreduces with rank-varying gradients (both
+    bit-exact), and, as a smoke test with several buckets and DDP's rebuild of them, training
+    with SGD(momentum=0) near gloo's SGD(momentum=0.9) (within sign's coarse tolerance)."""
+    beta, count = 0.5, 4096  # two codec blocks of the default 2048
+
+    def returned_values(gradients):
+        model = DDP(Given(count))
+        values = []
+
+        def recording_hook(state, bucket):
+            def record(future):
+                value = future.value()
+                values.append((value[0] if isinstance(value, list) else value).clone())
+                return value
+            return bagua_torch.allreduce_hook(state, bucket).then(record)
+
+        model.register_comm_hook(bagua_torch.HookState("sign", momentum=beta), recording_hook)
+        for g in gradients:
+            model.zero_grad()
+            model(g).backward()
+        return values
+
+    # Closed form. Signs per element, the same on every rank: step 1 g = 0.5 s1, so m = 0.5 s1;
+    # step 2 g = 0.5 s2 - beta 0.5 s1, so m = 0.5 s2 only if the hook kept m (without momentum
+    # it would return g, of magnitudes 0.25 and 0.75); step 3 g = 0 returns beta 0.5 s2.
+    generator = torch.Generator().manual_seed(5)
+    s1, s2 = (torch.randint(0, 2, (count,), generator=generator).float() * 2 - 1 for _ in range(2))
+    values = returned_values([0.5 * s1, 0.5 * s2 - beta * 0.5 * s1, torch.zeros(count)])
+    for step, (value, expected) in enumerate(zip(values, [0.5 * s1, 0.5 * s2, beta * 0.5 * s2])):
+        check(torch.equal(value, expected), f"sign momentum, closed form, step {step + 1}: off "
+              f"by {(value - expected).abs().max():.3g}")
+    check(len(values) == 3, f"sign momentum: {len(values)} hook calls, not 3")
+
+    # Rank-varying gradients, where the codec is inexact and error feedback matters: the hook
+    # equals m = beta m + g followed by allreduce_(m, "sign") with a SignState of its own.
+    generator = torch.Generator().manual_seed(200 + RANK)
+    gradients = [torch.randn(count, generator=generator) for _ in range(4)]
+    values = returned_values(gradients)
+    state, m = bagua_torch.SignState(count), torch.zeros(count)
+    for step, (value, g) in enumerate(zip(values, gradients)):
+        m = bagua_torch.allreduce_(beta * m + g, "sign", state=state)
+        check(torch.equal(value, m), f"sign momentum, reference loop, step {step + 1}: off by "
+              f"{(value - m).abs().max():.3g}")
+        check(same_on_every_rank(value), f"sign momentum, step {step + 1}: differs across ranks")
+
+    # Training (several buckets, rebuilt after step 1): identical replicas, near gloo. Six steps
+    # do not tell momentum from none at this tolerance; the two checks above do.
+    reference = train(ddp(Net()), lr=0.05, momentum=0.9)
+    result = train(ddp(Net(), "sign", momentum=0.9), lr=0.05)
+    check(same_on_every_rank(result), "sign momentum training: parameters differ across ranks")
+    check(close(result, reference, TOLERANCE["sign"]), "sign momentum training: off gloo by "
+          f"{(result - reference).abs().max():.3g}")
 
 
 def test_bucket_order():
@@ -286,6 +358,8 @@ def test_bad_input():
         ("register a module", TypeError, lambda: bagua_torch.register(Net(), "q8"),
          "DistributedDataParallel"),
         ("unknown hook", ValueError, lambda: bagua_torch.HookState("q3"), "unknown algorithm"),
+        ("sign momentum 1", ValueError, lambda: bagua_torch.HookState("sign", momentum=1.0),
+         "momentum must be in [0, 1)"),
         ("bad comm", TypeError, lambda: bagua_torch.allreduce_(good, comm="world"), "comm"),
         ("sign backend", ValueError,
          lambda: dist.new_group(backend="bagua", pg_options=bagua_torch.ProcessGroupOptions("sign")),
@@ -319,7 +393,8 @@ def test_bad_input():
 
 def main():
     bagua_group = dist.new_group(backend="bagua")
-    for test in (test_hooks_against_gloo, test_bucket_order, test_subgroups, test_ddp_features, test_frozen_layer,
+    for test in (test_hooks_against_gloo, test_sign_momentum, test_bucket_order,
+                 test_subgroups, test_ddp_features, test_frozen_layer,
                  lambda: test_bf16_parameters(bagua_group), lambda: test_backend_runs_ddp(bagua_group),
                  lambda: test_backend_collectives(bagua_group), test_plain_calls, test_bad_input):
         test()

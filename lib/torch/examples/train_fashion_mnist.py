@@ -4,11 +4,14 @@ does the communication (doc/pytorch.md).
     mpirun -np 4 python3 lib/torch/examples/train_fashion_mnist.py --algorithm q8
 
 --algorithm: gloo (plain DDP, the reference), exact / q8 / fp16 / bf16 / sign (DDP with that
-bagua hook), backend (DDP without hook on the c10d backend "bagua", exact). Data: Debian's
-dataset-fashion-mnist (/usr/share/datasets/fashion-mnist). Each rank trains on its shard of
-every epoch's shuffle; all ranks end each epoch with the same weights, and rank 0 prints the
-test accuracy and the epoch's training time, then one "RESULT" line for scripts (with the
-training time until the test accuracy first reached --target at the end of an epoch)."""
+bagua hook), backend (DDP without hook on the c10d backend "bagua", exact). The sign hook
+carries the momentum itself (1-bit SGD: it sign-averages m = 0.9 m + g and returns the
+average), so for sign the optimizer is SGD without momentum; every other run uses SGD with
+momentum 0.9. Data: Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist). Each
+rank trains on its shard of every epoch's shuffle; all ranks end each epoch with the same
+weights, and rank 0 prints the test accuracy and the epoch's training time, then one "RESULT"
+line for scripts (with the training time until the test accuracy first reached --target at the
+end of an epoch)."""
 import argparse
 import gzip
 import os
@@ -24,6 +27,7 @@ import bagua_torch
 
 DATA_DIR = "/usr/share/datasets/fashion-mnist"
 CHOICES = ("gloo", "backend") + bagua_torch.ALGORITHMS
+MOMENTUM = 0.9
 
 
 def load_idx(name):
@@ -71,8 +75,10 @@ def main():
     model = nn.parallel.DistributedDataParallel(mlp(args.hidden), process_group=group)
     hook = None
     if args.algorithm not in ("gloo", "backend"):
-        hook = bagua_torch.register(model, args.algorithm)
-    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+        hook = bagua_torch.register(model, args.algorithm, momentum=MOMENTUM)
+    # The sign hook is the momentum (bagua_torch.HookState): the optimizer must not add its own.
+    momentum = 0.0 if hook is not None and hook.algorithm == "sign" else MOMENTUM
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=momentum)
     train_images, train_labels = load("train")
     test_images, test_labels = load("t10k")
     parameters = sum(p.numel() for p in model.parameters())
