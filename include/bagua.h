@@ -890,9 +890,11 @@ BAGUA_API int bagua_bucket_comm_wait_all(bagua_bucket_comm *bc);
  * 1024 may be in flight per communicator. Needs MPI_THREAD_MULTIPLE.
  *
  * A failure found while running (timeout, mismatch, ...) makes MPI_Wait /
- * MPI_Test return MPI_ERR_OTHER through comm's MPI error handler (set
- * MPI_ERRORS_RETURN to see it) and sets bagua_last_error() on the waiting
- * thread.
+ * MPI_Test report MPI_ERR_OTHER and sets bagua_last_error() on the waiting
+ * thread. The request is a generalized request, whose errors MPI raises on
+ * the error handler it chooses, not comm's: Open MPI 4.1 uses
+ * MPI_COMM_WORLD's (MPI_ERRORS_ARE_FATAL by default, which aborts the job).
+ * To get the error back, set MPI_ERRORS_RETURN on MPI_COMM_WORLD as well.
  *
  * @param request output: the request (MPI_REQUEST_NULL on failure).
  * @return BAGUA_SUCCESS or as bagua_allreduce for invalid arguments;
