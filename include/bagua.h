@@ -363,7 +363,8 @@ typedef struct bagua_group_info {
   /** Entries filled in the arrays below: min(size, BAGUA_GROUP_INFO_MAX_MEMBERS). */
   int listed;
   /** 1 when the controller formed this group to reconnect the averaging graph
-   *  (it waited, without deadline, for members of every component). */
+   *  (it waited for members of every component, up to
+   *  BAGUA_PARTIAL_DEADLINE_MAX_MS). */
   int bridging;
   /** Members' ranks in comm, ascending. */
   int members[BAGUA_GROUP_INFO_MAX_MEMBERS];
@@ -389,7 +390,10 @@ typedef struct bagua_group_info {
  * BAGUA_PARTIAL_DEADLINE_MS after its first arrival with fewer (the deadline
  * adapts, see doc/partial.md); within every BAGUA_PARTIAL_TAU groups all ranks
  * become connected (a bridging group then waits for ranks of every component,
- * and may hold more than P members). Ranks that called bagua_partial_leave
+ * and may hold more than P members) as long as every rank keeps calling; a
+ * bridging group closes with the ranks it has BAGUA_PARTIAL_DEADLINE_MAX_MS
+ * after its first arrival, so ranks that stopped calling without leaving
+ * never hold the others for longer. Ranks that called bagua_partial_leave
  * are not waited for until their next bagua_partial_reduce: P is capped at
  * the number of ranks taking part.
  *

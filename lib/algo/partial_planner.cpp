@@ -45,7 +45,7 @@ bool GroupPlanner::try_close(Clock::time_point now, PlannedGroup *out) {
   if (waiting_.empty()) return false;
   std::vector<size_t> picked;
   const bool bridging = needs_bridge();
-  if (!(bridging ? select_bridging(&picked) : select_normal(now, &picked))) return false;
+  if (!(bridging ? select_bridging(now, &picked) : select_normal(now, &picked))) return false;
   emit(picked, bridging, now, out);
   return true;
 }
@@ -84,8 +84,10 @@ bool GroupPlanner::select_normal(Clock::time_point now, std::vector<size_t> *pic
 // A bridging group takes, in arrival order, one rank of every component of
 // the active ranks, plus other ready ranks while that still leaves room
 // (up to P) for the components not yet covered. It closes once every
-// component is covered, with no deadline.
-bool GroupPlanner::select_bridging(std::vector<size_t> *picked) {
+// component is covered, or, when ranks of some component never come (they
+// stopped calling without leaving, e.g. at the end of a fixed-step loop),
+// at the longest deadline after its first arrival with the ranks it has.
+bool GroupPlanner::select_bridging(Clock::time_point now, std::vector<size_t> *picked) {
   std::vector<bool> is_root(static_cast<size_t>(n_), false), covered(static_cast<size_t>(n_));
   int uncovered = 0;
   for (int r = 0; r < n_; ++r) {
@@ -104,7 +106,9 @@ bool GroupPlanner::select_bridging(std::vector<size_t> *picked) {
     }
     picked->push_back(i);
   }
-  return uncovered == 0;
+  if (uncovered == 0) return true;
+  const auto waited = std::chrono::duration<double, std::milli>(now - head_since_).count();
+  return !picked->empty() && waited >= policy_.deadline_max_ms;
 }
 
 void GroupPlanner::adapt_deadline(int size, int target) {

@@ -3,7 +3,8 @@
 // form in arrival order and close at P members or at an adaptive deadline
 // after their first arrival; a union-find of who has averaged with whom
 // forces a bridging group whenever tau groups pass without the averaging
-// graph becoming connected.
+// graph becoming connected (waiting at most the longest deadline for ranks
+// that may have stopped calling).
 #pragma once
 
 #include <chrono>
@@ -65,7 +66,7 @@ class GroupPlanner {
   bool connected();
   bool needs_bridge();
   bool select_normal(Clock::time_point now, std::vector<size_t> *picked);
-  bool select_bridging(std::vector<size_t> *picked);
+  bool select_bridging(Clock::time_point now, std::vector<size_t> *picked);
   void adapt_deadline(int size, int target);
   void emit(const std::vector<size_t> &picked, bool bridging, Clock::time_point now,
             PlannedGroup *out);

@@ -134,9 +134,10 @@ TEST_CASE("planner: tau forces a bridging group across the components", "[planne
   CHECK(close(p, 0) == Members{0, 1});
   arrive(p, {2, 3}, 2, 1);
   CHECK(close(p, 1) == Members{2, 3});
-  // Bridging: no deadline, waits until every component has a ready rank.
+  // Bridging: waits (up to the longest deadline) until every component has a
+  // ready rank.
   arrive(p, {1, 0, 3}, 2, 2);
-  CHECK(close(p, 1e6) == Members{});
+  CHECK(close(p, 500) == Members{});
   arrive(p, {4}, 2, 3);
   PlannedGroup g;
   // One rank per component in arrival order (1, 3, 4), more than P.
@@ -147,6 +148,26 @@ TEST_CASE("planner: tau forces a bridging group across the components", "[planne
   arrive(p, {2}, 2, 4);
   CHECK(close(p, 4, &g) == Members{0, 2});
   CHECK(!g.bridging);
+}
+
+TEST_CASE("planner: a bridging group whose component never comes closes at the longest deadline",
+          "[planner]") {
+  // As above, but rank 4 has stopped calling without leaving (the end of a
+  // fixed-step loop): the bridge closes 1000 ms (deadline_max) after its
+  // first arrival with the ranks it picked, so no rank waits forever.
+  GroupPlanner p = make_planner(5, {.tau = 3});
+  arrive(p, {0, 1}, 2, 0);
+  CHECK(close(p, 0) == Members{0, 1});
+  arrive(p, {2, 3}, 2, 1);
+  CHECK(close(p, 1) == Members{2, 3});
+  arrive(p, {1, 0, 3}, 2, 2);
+  CHECK(close(p, 2 + 999) == Members{});
+  PlannedGroup g;
+  CHECK(close(p, 2 + 1000, &g) == Members{1, 3});
+  CHECK(g.bridging);
+  // Rank 0 is still waiting; the next bridge is bounded the same way.
+  CHECK(close(p, 1002 + 999) == Members{});
+  CHECK(close(p, 1002 + 1000, &g) == Members{0});
 }
 
 TEST_CASE("planner: a bridging group fills up to P with other ready ranks", "[planner]") {

@@ -269,6 +269,30 @@ TEST_CASE("a rank that left takes part again with its next call", "[partial]") {
   }
 }
 
+TEST_CASE("a fixed-step loop without leave ends on every rank", "[partial]") {
+  // Ranks make different numbers of calls and stop without
+  // bagua_partial_leave, as a training loop's do when the fast ranks finish
+  // first: every call still completes. A group that cannot fill closes at its
+  // deadline; a bridging group (tau = 2 makes them frequent) whose components
+  // never come closes at the longest deadline (200 ms here).
+  const int rank = test::world_rank();
+  test::ScopedComm comm({{"BAGUA_PARTIAL_DEADLINE_MAX_MS", "200"}, {"BAGUA_PARTIAL_TAU", "2"}});
+  std::vector<float> data(33, 1.0f);
+  int failed = 0;
+  for (int call = 0; call < 4 + 3 * rank; ++call) {
+    bagua_group_info info{};
+    const int rc =
+        bagua_partial_reduce(MPI_IN_PLACE, data.data(), 33, MPI_FLOAT, 2, comm.get(), &info);
+    INFO("rank " << rank << " call " << call << ": " << bagua_last_error());
+    CHECK(rc == BAGUA_SUCCESS);
+    failed += rc != BAGUA_SUCCESS;
+    // Every member averaged ones: the result stays one.
+    failed += rc == BAGUA_SUCCESS && data[32] != 1.0f;
+  }
+  CHECK(failed == 0);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 TEST_CASE("P = N gives exactly allreduce's average", "[partial]") {
   const int n = test::world_size();
   test::ScopedComm comm(
