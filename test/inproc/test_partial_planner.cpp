@@ -126,17 +126,23 @@ TEST_CASE("planner: the minimum size is capped by P", "[planner]") {
   CHECK(p.deadline_ms() == Approx(9));
 }
 
-TEST_CASE("planner: tau forces a bridging group across the components", "[planner]") {
-  // n = 5, P = 2, tau = 3: after two groups the graph {0,1} {2,3} {4} is not
-  // connected, so the third group is bridging.
+// n = 5, P = 2, tau = 3: groups {0,1} and {2,3} close at 0 and 1 ms, so the
+// graph {0,1} {2,3} {4} is not connected and the third group is bridging;
+// ranks 1, 0 and 3 are ready for it at 2 ms.
+GroupPlanner bridge_pending() {
   GroupPlanner p = make_planner(5, {.tau = 3});
   arrive(p, {0, 1}, 2, 0);
   CHECK(close(p, 0) == Members{0, 1});
   arrive(p, {2, 3}, 2, 1);
   CHECK(close(p, 1) == Members{2, 3});
+  arrive(p, {1, 0, 3}, 2, 2);
+  return p;
+}
+
+TEST_CASE("planner: tau forces a bridging group across the components", "[planner]") {
+  GroupPlanner p = bridge_pending();
   // Bridging: waits (up to the longest deadline) until every component has a
   // ready rank.
-  arrive(p, {1, 0, 3}, 2, 2);
   CHECK(close(p, 500) == Members{});
   arrive(p, {4}, 2, 3);
   PlannedGroup g;
@@ -155,12 +161,7 @@ TEST_CASE("planner: a bridging group whose component never comes closes at the l
   // As above, but rank 4 has stopped calling without leaving (the end of a
   // fixed-step loop): the bridge closes 1000 ms (deadline_max) after its
   // first arrival with the ranks it picked, so no rank waits forever.
-  GroupPlanner p = make_planner(5, {.tau = 3});
-  arrive(p, {0, 1}, 2, 0);
-  CHECK(close(p, 0) == Members{0, 1});
-  arrive(p, {2, 3}, 2, 1);
-  CHECK(close(p, 1) == Members{2, 3});
-  arrive(p, {1, 0, 3}, 2, 2);
+  GroupPlanner p = bridge_pending();
   CHECK(close(p, 2 + 999) == Members{});
   PlannedGroup g;
   CHECK(close(p, 2 + 1000, &g) == Members{1, 3});
