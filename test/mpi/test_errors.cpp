@@ -35,6 +35,47 @@ TEST_CASE("argument errors are reported before any communication", "[errors]") {
         BAGUA_SUCCESS);
 }
 
+TEST_CASE("new entry points reject bad arguments clearly", "[errors]") {
+  float a[8] = {}, b[8] = {};
+  const MPI_Comm w = MPI_COMM_WORLD;
+  MPI_Count bytes = 0;
+  test::expect_error(bagua_allreduce_bytes(BAGUA_ALGORITHM_Q8, 8, MPI_FLOAT, w, nullptr),
+                     BAGUA_ERR_INVALID_ARGUMENT, "bytes is NULL");
+  test::expect_error(bagua_allreduce_bytes(BAGUA_ALGORITHM_Q8, -1, MPI_FLOAT, w, &bytes),
+                     BAGUA_ERR_INVALID_ARGUMENT, "negative");
+  test::expect_error(bagua_allreduce_bytes(BAGUA_ALGORITHM_Q8, 8, MPI_FLOAT, MPI_COMM_NULL, &bytes),
+                     BAGUA_ERR_INVALID_ARGUMENT, "MPI_COMM_NULL");
+  test::expect_error(
+      bagua_allreduce_bytes(static_cast<bagua_algorithm>(99), 8, MPI_FLOAT, w, &bytes),
+      BAGUA_ERR_INVALID_ARGUMENT, "not a bagua_algorithm");
+  test::expect_error(bagua_allreduce_bytes(BAGUA_ALGORITHM_EXACT, 8, MPI_INT, w, &bytes),
+                     BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
+  test::expect_error(bagua_encoded_bytes(BAGUA_ALGORITHM_Q8, -3, MPI_FLOAT, &bytes),
+                     BAGUA_ERR_INVALID_ARGUMENT, "negative");
+  test::expect_error(bagua_encoded_bytes(BAGUA_ALGORITHM_Q8, 8, MPI_FLOAT, nullptr),
+                     BAGUA_ERR_INVALID_ARGUMENT, "bytes is NULL");
+  REQUIRE(bagua_encoded_bytes(BAGUA_ALGORITHM_EXACT, 8, MPI_FLOAT, &bytes) == BAGUA_SUCCESS);
+  CHECK(bytes == 32);
+  test::expect_error(bagua_allreduce_c(a, b, -1, MPI_FLOAT, MPI_SUM, w), BAGUA_ERR_INVALID_ARGUMENT,
+                     "negative");
+  test::expect_error(bagua_allreduce_q8_c(nullptr, b, 8, MPI_FLOAT, MPI_SUM, w),
+                     BAGUA_ERR_INVALID_ARGUMENT, "sendbuf is NULL");
+  double da[8] = {}, db[8] = {};
+  test::expect_error(bagua_allreduce_bf16(da, db, 8, MPI_DOUBLE, MPI_SUM, w),
+                     BAGUA_ERR_UNSUPPORTED_DATATYPE, "for bf16");
+  test::expect_error(bagua_allreduce_bf16(a, b, 8, MPI_FLOAT, MPI_MAX, w), BAGUA_ERR_UNSUPPORTED_OP,
+                     "for bf16");
+  test::expect_error(bagua_allreduce(a, MPI_IN_PLACE, 8, MPI_FLOAT, MPI_SUM, w),
+                     BAGUA_ERR_INVALID_ARGUMENT, "recvbuf is MPI_IN_PLACE");
+  // A config whose struct_size this library does not know is refused.
+  bagua_bucket_config config = BAGUA_BUCKET_CONFIG_INITIALIZER;
+  config.struct_size = 4;
+  bagua_bucket_comm_t bc = nullptr;
+  test::expect_error(bagua_bucket_comm_create(w, &config, &bc), BAGUA_ERR_INVALID_ARGUMENT,
+                     "struct_size");
+  CHECK(bc == nullptr);
+}
+
 TEST_CASE("misaligned buffers work, as MPI accepts them", "[errors]") {
   // Bytes at odd offsets: float elements straddle their natural alignment.
   const int n = test::world_size(), rank = test::world_rank();
@@ -123,6 +164,19 @@ TEST_CASE("a bad environment value is a clear error", "[errors]") {
                      BAGUA_ERR_INVALID_ARGUMENT, "BAGUA_TIMEOUT_MS");
   unsetenv("BAGUA_TIMEOUT_MS");
   MPI_Comm_free(&comm);
+}
+
+TEST_CASE("bad BAGUA_TAG_UB and BAGUA_CHECK_CALLS values are clear errors", "[errors]") {
+  for (auto [name, value] : {std::pair{"BAGUA_TAG_UB", "100"}, {"BAGUA_CHECK_CALLS", "2"}}) {
+    setenv(name, value, 1);
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    float x = 1;
+    test::expect_error(bagua_allreduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, comm),
+                       BAGUA_ERR_INVALID_ARGUMENT, name);
+    unsetenv(name);
+    MPI_Comm_free(&comm);
+  }
 }
 
 TEST_CASE("one rank's bad setting fails the first call on every rank", "[errors]") {
