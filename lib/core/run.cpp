@@ -138,22 +138,26 @@ Status agree_with_peers(AlgoContext &ctx, const Call &call, uint64_t extra,
   return BAGUA_SUCCESS;
 }
 
-Status with_aligned_buffers(const Call &call, const std::function<Status(const Call &)> &body) {
-  if (call.count == 0 || (aligned(call.src, call.dtype) && aligned(call.dst, call.dtype)))
-    return body(call);
+bool buffers_aligned(const Call &call) {
+  return call.count == 0 || (aligned(call.src, call.dtype) && aligned(call.dst, call.dtype));
+}
+
+Status AlignedStaging::stage(const Call &call, Call *staged) {
   if (call.memory == Memory::cuda)
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
                 "CUDA device buffers must be aligned to the element size (%zu bytes)",
                 dtype_size(call.dtype));
   // 8-byte words: aligned for every element type.
   const size_t bytes = call.count * dtype_size(call.dtype);
-  std::vector<uint64_t> staging((bytes + 7) / 8);
-  std::memcpy(staging.data(), call.src, bytes);
-  Call staged = call;
-  staged.src = staged.dst = staging.data();
-  BAGUA_TRY(body(staged));
-  std::memcpy(call.dst, staging.data(), bytes);
+  words_.resize((bytes + 7) / 8);
+  std::memcpy(words_.data(), call.src, bytes);
+  *staged = call;
+  staged->src = staged->dst = words_.data();
   return BAGUA_SUCCESS;
+}
+
+void AlignedStaging::copy_back(const Call &call) const {
+  std::memcpy(call.dst, words_.data(), call.count * dtype_size(call.dtype));
 }
 
 std::unique_ptr<ChunkCodec> make_call_codec(const Call &call, int ranks, const Options &options) {

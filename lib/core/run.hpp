@@ -3,9 +3,9 @@
 // schedules, hierarchical composition, and the bytes a call sends.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "../algo/compressed.hpp"
 #include "../algo/decentralized.hpp"
@@ -36,10 +36,35 @@ Status agree_on_call(AlgoContext &ctx, const Call &call, Schedule schedule, cons
 Status agree_with_peers(AlgoContext &ctx, const Call &call, uint64_t extra,
                         const std::vector<int> &peers, const Options &options);
 
+// Whether the call's buffers are aligned to its element size.
+bool buffers_aligned(const Call &call);
+
+// An aligned, in-place copy of a call's input, for buffers that are not.
+class AlignedStaging {
+ public:
+  // *staged is `call` on the copy (fails for CUDA buffers).
+  Status stage(const Call &call, Call *staged);
+  // The copy's result into call.dst.
+  void copy_back(const Call &call) const;
+
+ private:
+  std::vector<uint64_t> words_;  // 8-byte words: aligned for every element type
+};
+
 // Runs body(call) with buffers aligned to the element size: host buffers
 // that are not (MPI accepts any alignment) go through an aligned copy, in
-// place; the result is copied back when body succeeds.
-Status with_aligned_buffers(const Call &call, const std::function<Status(const Call &)> &body);
+// place; the result is copied back when body succeeds. A template, so the
+// aligned (usual) case costs one test and no allocation.
+template <class Body>
+Status with_aligned_buffers(const Call &call, Body &&body) {
+  if (buffers_aligned(call)) return body(call);
+  AlignedStaging staging;
+  Call staged;
+  BAGUA_TRY(staging.stage(call, &staged));
+  BAGUA_TRY(body(staged));
+  staging.copy_back(call);
+  return BAGUA_SUCCESS;
+}
 
 // Runs `call` with a flat `schedule` among the ranks of ctx.transport (an
 // average divides by their number). `sink` (may be NULL) receives the
