@@ -72,7 +72,9 @@ fail() {
 }
 slurmctld || fail "slurmctld did not start"
 slurmd || fail "slurmd did not start"
-for _ in $(seq 100); do
+# Waits for the daemons to register (seconds here; the bound is generous so a
+# loaded machine only waits longer, it does not fail).
+for _ in $(seq 600); do
   [ "$(sinfo -h -n "$node" -o %t 2>/dev/null)" = idle ] && break
   sleep 0.2
 done
