@@ -10,7 +10,17 @@
  * on a communicator is collective over that communicator: it duplicates the
  * communicator and creates transport endpoints, cached on the user's
  * communicator as an MPI attribute and released when that communicator is
- * freed or at MPI_Finalize.
+ * freed or at MPI_Finalize. Its setup (agreeing on BAGUA_* settings,
+ * MPI_Comm_idup) is bounded by BAGUA_TIMEOUT_MS, as are the first
+ * nonblocking, bucket, asynchronous and partial-reduce calls: a rank whose
+ * peers never make the matching call gets BAGUA_ERR_TIMEOUT, and every later
+ * bagua call on that communicator returns BAGUA_ERR_COMM_BROKEN.
+ *
+ * After a failure: a call that returned BAGUA_ERR_TIMEOUT (or any error that
+ * breaks the communicator) may leave sends to late peers in flight. bagua
+ * keeps its own scratch of such a call alive until MPI_Finalize; the call's
+ * sendbuf and recvbuf must likewise stay allocated until MPI_Finalize (or be
+ * leaked), since a late peer may still read them. Receives are cancelled.
  *
  * Buffers: like MPI, the collectives accept buffers of any alignment (a
  * misaligned host buffer is staged through an aligned copy, which costs one

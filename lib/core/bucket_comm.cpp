@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "bounded.hpp"
 #include "run.hpp"
 #include "support.hpp"
 
@@ -126,7 +127,7 @@ void BucketComm::lay_out_storage(void **addresses) {
 }
 
 // Every rank must form the same buckets: compares a fingerprint of the
-// layout (bucket sizes and types) with an allreduce of [x, -x] under MAX.
+// layout (bucket sizes and types), bounded by the timeout.
 Status BucketComm::check_layout_agrees() {
   uint64_t hash = 1469598103934665603ull;
   const auto mix = [&](uint64_t v) { hash = (hash ^ v) * 1099511628211ull; };
@@ -134,12 +135,11 @@ Status BucketComm::check_layout_agrees() {
     mix(b.count);
     mix(static_cast<uint64_t>(b.dtype));
   }
-  const auto local = static_cast<int64_t>(hash >> 2);
-  int64_t mine[2] = {local, -local}, all[2] = {0, 0};
-  if (MPI_Allreduce(mine, all, 2, MPI_INT64_T, MPI_MAX, comm_->dup_comm()) != MPI_SUCCESS)
-    return fail(BAGUA_ERR_TRANSPORT,
-                "bagua_bucket_comm_finalize_registration: MPI_Allreduce failed");
-  if (all[0] != local || -all[1] != local)
+  bool same = false;
+  BAGUA_TRY(
+      bounded_agree(comm_->dup_comm(), static_cast<int64_t>(hash >> 2), comm_->options().timeout_ms,
+                    "bagua_bucket_comm_finalize_registration: comparing bucket layouts", &same));
+  if (!same)
     return fail(BAGUA_ERR_MISMATCH,
                 "bagua_bucket_comm_finalize_registration: ranks registered different tensors "
                 "(counts, datatypes or order differ), so their buckets differ");

@@ -6,6 +6,7 @@
 #include "../transport/locked_transport.hpp"
 #include "../transport/mpi_transport.hpp"
 #include "../transport/ucx_transport.hpp"
+#include "bounded.hpp"
 #include "hierarchy.hpp"
 #include "runtime.hpp"
 
@@ -19,11 +20,16 @@ Tag largest_tag(const Transport &t, const Options &o) {
 
 // Collective: every rank learns whether all ranks loaded valid settings, and
 // whether the settings that shape messages are equal everywhere (otherwise
-// ranks would cut messages differently and fail mid-call).
-Status agree_on_options(MPI_Comm user_comm, Status loaded) {
-  const auto fingerprint = static_cast<long long>(env_fingerprint() >> 1);
-  long long local[3] = {loaded != BAGUA_SUCCESS, fingerprint, -fingerprint}, global[3];
-  MPI_Allreduce(local, global, 3, MPI_LONG_LONG, MPI_MAX, user_comm);
+// ranks would cut messages differently and fail mid-call). Bounded by this
+// rank's BAGUA_TIMEOUT_MS (its default when the settings are invalid).
+Status load_agreed_options(MPI_Comm user_comm, Options *out) {
+  const Status loaded = options_load(out);
+  const int64_t timeout_ms = loaded == BAGUA_SUCCESS ? out->timeout_ms : Options{}.timeout_ms;
+  const auto fingerprint = static_cast<int64_t>(env_fingerprint() >> 2);
+  const int64_t local[3] = {loaded != BAGUA_SUCCESS, fingerprint, -fingerprint};
+  int64_t global[3];
+  BAGUA_TRY(
+      bounded_allreduce_max(user_comm, local, global, timeout_ms, "agreeing on BAGUA_* settings"));
   if (loaded != BAGUA_SUCCESS) return loaded;
   if (global[0] != 0)
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
@@ -33,11 +39,6 @@ Status agree_on_options(MPI_Comm user_comm, Status loaded) {
                 "BAGUA_* settings differ across ranks; set them identically everywhere "
                 "(e.g. mpirun -x), bagua-info --env shows them");
   return BAGUA_SUCCESS;
-}
-
-// Collective: the options every rank loaded, if valid and equal everywhere.
-Status load_agreed_options(MPI_Comm user_comm, Options *out) {
-  return agree_on_options(user_comm, options_load(out));
 }
 
 // A transport used from background threads makes MPI calls there only when
@@ -103,10 +104,8 @@ Status Communicator::get(MPI_Comm user_comm, Communicator **out) {
     *out = static_cast<Communicator *>(value);
     return BAGUA_SUCCESS;
   }
-  Options options;
-  BAGUA_TRY(load_agreed_options(user_comm, &options));
   std::unique_ptr<Communicator> created;
-  BAGUA_TRY(create(user_comm, options, /*shared_by_threads=*/false, &created));
+  BAGUA_TRY(create_checked(user_comm, /*shared_by_threads=*/false, &created));
   Communicator *c = created.release();  // owned by the registry and the attribute
   registry_add(c);
   MPI_Comm_set_attr(user_comm, runtime_comm_keyval(), c);
@@ -116,18 +115,25 @@ Status Communicator::get(MPI_Comm user_comm, Communicator **out) {
 
 Status Communicator::create_private(MPI_Comm user_comm, const char *feature,
                                     std::unique_ptr<Communicator> *out) {
+  return create_checked(user_comm, /*shared_by_threads=*/true, out, feature);
+}
+
+Status Communicator::create_checked(MPI_Comm user_comm, bool shared_by_threads,
+                                    std::unique_ptr<Communicator> *out, const char *feature) {
+  BAGUA_TRY(runtime_check_setup_usable(user_comm));
   Options options;
-  BAGUA_TRY(load_agreed_options(user_comm, &options));
-  BAGUA_TRY(require_thread_level(options.transport, feature));
-  return create(user_comm, options, /*shared_by_threads=*/true, out);
+  Status s = load_agreed_options(user_comm, &options);
+  if (s == BAGUA_SUCCESS && shared_by_threads) s = require_thread_level(options.transport, feature);
+  if (s == BAGUA_SUCCESS) s = create(user_comm, options, shared_by_threads, out);
+  // A setup collective left posted would pair with the peer's next one.
+  if (s == BAGUA_ERR_TIMEOUT) runtime_mark_setup_failed(user_comm, last_error_message());
+  return s;
 }
 
 Status Communicator::create(MPI_Comm user_comm, const Options &options, bool shared_by_threads,
                             std::unique_ptr<Communicator> *out) {
   MPI_Comm dup;
-  if (MPI_Comm_dup(user_comm, &dup) != MPI_SUCCESS)
-    return fail(BAGUA_ERR_TRANSPORT, "MPI_Comm_dup failed");
-  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+  BAGUA_TRY(bounded_dup(user_comm, options.timeout_ms, &dup));
   std::unique_ptr<Transport> transport;
   TagLayout tags;
   Status s = create_transport(options.transport, dup, shared_by_threads, &transport);

@@ -97,8 +97,12 @@ class Communicator {
  private:
   Communicator(MPI_Comm dup, Options options, std::unique_ptr<Transport> transport, TagLayout tags);
 
-  // The steps get() and create_private() share: duplicates user_comm and
-  // creates the transport over the duplicate.
+  // The steps get() and create_private() share: refuses a communicator whose
+  // setup timed out before, agrees on the options, then create(); a timeout
+  // marks user_comm (`feature`: the caller, for thread-level errors).
+  static Status create_checked(MPI_Comm user_comm, bool shared_by_threads,
+                               std::unique_ptr<Communicator> *out, const char *feature = nullptr);
+  // Duplicates user_comm and creates the transport over the duplicate.
   static Status create(MPI_Comm user_comm, const Options &options, bool shared_by_threads,
                        std::unique_ptr<Communicator> *out);
 

@@ -2,6 +2,8 @@
 
 #include <thread>
 
+#include "bounded.hpp"
+
 namespace bagua {
 namespace {
 
@@ -13,25 +15,6 @@ Status check_options(const PartialOptions &o, int size) {
   if (o.group_size > size)
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
                 "BAGUA_PARTIAL_GROUP_SIZE=%d exceeds the communicator size %d", o.group_size, size);
-  return BAGUA_SUCCESS;
-}
-
-// MPI_Comm_dup, bounded by the deadline (a rank that never makes its first
-// partial call must not hang the others).
-Status dup_with_deadline(MPI_Comm comm, const Deadline &deadline, MPI_Comm *out) {
-  MPI_Request req;
-  if (MPI_Comm_idup(comm, out, &req) != MPI_SUCCESS)
-    return fail(BAGUA_ERR_TRANSPORT, "partial reduce: MPI_Comm_idup failed");
-  for (int flag = 0; !flag;) {
-    if (MPI_Test(&req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-      return fail(BAGUA_ERR_TRANSPORT, "partial reduce: MPI_Comm_idup failed");
-    if (!flag && deadline.expired())
-      return fail(BAGUA_ERR_TIMEOUT,
-                  "partial reduce setup timed out: the first bagua_partial_reduce or "
-                  "bagua_partial_leave on a communicator is collective");
-    if (!flag) std::this_thread::yield();
-  }
-  MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
   return BAGUA_SUCCESS;
 }
 
@@ -51,8 +34,7 @@ Status PartialState::create(Communicator &comm, std::unique_ptr<PartialState> *o
   BAGUA_TRY(require_thread_multiple("partial reduce (its controller thread)"));
   BAGUA_TRY(check_options(o, comm.size()));
   MPI_Comm control_comm;
-  BAGUA_TRY(dup_with_deadline(comm.dup_comm(), Deadline::after_ms(comm.options().timeout_ms),
-                              &control_comm));
+  BAGUA_TRY(bounded_dup(comm.dup_comm(), comm.options().timeout_ms, &control_comm));
   // The controller thread and this rank's calls share the control transport.
   std::unique_ptr<Transport> control;
   const Status s = create_transport(comm.options().transport, control_comm,

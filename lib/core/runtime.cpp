@@ -2,8 +2,10 @@
 
 #include <mutex>
 #include <set>
+#include <string>
 
 #include "../algo/reduce.hpp"
+#include "bounded.hpp"
 #include "comm.hpp"
 
 namespace bagua {
@@ -15,6 +17,7 @@ struct Handles {
   MPI_Datatype bfloat16 = MPI_DATATYPE_NULL;
   MPI_Op avg = MPI_OP_NULL;
   int comm_keyval = MPI_KEYVAL_INVALID;
+  int setup_failed_keyval = MPI_KEYVAL_INVALID;
   int finalize_keyval = MPI_KEYVAL_INVALID;
 };
 
@@ -36,6 +39,12 @@ int delete_comm_state(MPI_Comm, int, void *value, void *) {
   return MPI_SUCCESS;
 }
 
+// Attribute delete callback of a failed setup's message.
+int delete_setup_failure(MPI_Comm, int, void *value, void *) {
+  delete static_cast<std::string *>(value);
+  return MPI_SUCCESS;
+}
+
 // Runs first inside MPI_Finalize (attributes of MPI_COMM_SELF are deleted
 // before anything else is torn down).
 int on_finalize(MPI_Comm, int, void *, void *) {
@@ -45,11 +54,13 @@ int on_finalize(MPI_Comm, int, void *, void *) {
     states.swap(live);
   }
   for (Communicator *c : states) delete c;
+  bounded_release_completed();
   std::lock_guard lock(mutex);
   MPI_Type_free(&handles.float16);
   MPI_Type_free(&handles.bfloat16);
   MPI_Op_free(&handles.avg);
   MPI_Comm_free_keyval(&handles.comm_keyval);
+  MPI_Comm_free_keyval(&handles.setup_failed_keyval);
   MPI_Comm_free_keyval(&handles.finalize_keyval);
   handles = Handles{};
   return MPI_SUCCESS;
@@ -74,6 +85,8 @@ Status runtime_ensure() {
   MPI_Type_set_name(handles.bfloat16, "bagua_bfloat16");
   MPI_Op_create(&avg_as_sum, 1, &handles.avg);
   MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &delete_comm_state, &handles.comm_keyval, nullptr);
+  MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &delete_setup_failure, &handles.setup_failed_keyval,
+                         nullptr);
   MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &on_finalize, &handles.finalize_keyval, nullptr);
   MPI_Comm_set_attr(MPI_COMM_SELF, handles.finalize_keyval, nullptr);
   handles.ready = true;
@@ -84,6 +97,21 @@ MPI_Datatype runtime_float16() { return handles.float16; }
 MPI_Datatype runtime_bfloat16() { return handles.bfloat16; }
 MPI_Op runtime_avg_op() { return handles.avg; }
 int runtime_comm_keyval() { return handles.comm_keyval; }
+
+void runtime_mark_setup_failed(MPI_Comm user_comm, const char *message) {
+  MPI_Comm_set_attr(user_comm, handles.setup_failed_keyval, new std::string(message));
+}
+
+Status runtime_check_setup_usable(MPI_Comm user_comm) {
+  void *value = nullptr;
+  int found = 0;
+  MPI_Comm_get_attr(user_comm, handles.setup_failed_keyval, &value, &found);
+  if (!found) return BAGUA_SUCCESS;
+  return fail(BAGUA_ERR_COMM_BROKEN,
+              "an earlier bagua call's setup on this communicator failed, so bagua no longer "
+              "uses it (use a new communicator): %s",
+              static_cast<std::string *>(value)->c_str());
+}
 
 Status dtype_from_mpi(MPI_Datatype datatype, DType *out) {
   if (datatype == MPI_FLOAT)

@@ -20,6 +20,12 @@ MPI_Datatype runtime_bfloat16();
 MPI_Op runtime_avg_op();
 int runtime_comm_keyval();
 
+// A communicator whose setup collective timed out (lib/core/bounded.hpp) is
+// marked, and later bagua calls on it return BAGUA_ERR_COMM_BROKEN naming the
+// first failure instead of pairing with a late peer's setup.
+void runtime_mark_setup_failed(MPI_Comm user_comm, const char *message);
+Status runtime_check_setup_usable(MPI_Comm user_comm);
+
 // Maps a user's MPI handles to the library's enums.
 Status dtype_from_mpi(MPI_Datatype datatype, DType *out);
 Status op_from_mpi(MPI_Op op, ReduceOp *out);

@@ -279,3 +279,43 @@ TEST_CASE("a peer that never calls makes the others time out", "[errors]") {
   }
   MPI_Barrier(MPI_COMM_WORLD);
 }
+
+TEST_CASE("a peer that never makes the first call: setup times out, then comm is refused",
+          "[errors][setup]") {
+  if (test::world_size() < 2) return;
+  setenv("BAGUA_TIMEOUT_MS", "1500", 1);
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  float x = 1;
+  // The last rank never makes its first bagua call on comm.
+  if (test::world_rank() != test::world_size() - 1) {
+    test::expect_error(bagua_allreduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, comm),
+                       BAGUA_ERR_TIMEOUT, "did not make the matching call");
+    test::expect_error(bagua_allreduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, comm),
+                       BAGUA_ERR_COMM_BROKEN, "setup on this communicator failed");
+  }
+  unsetenv("BAGUA_TIMEOUT_MS");
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Comm_free(&comm);
+}
+
+TEST_CASE("a blocking call against a peer's nonblocking first call: both fail, none hangs",
+          "[errors][setup]") {
+  if (test::world_size() < 2) return;
+  setenv("BAGUA_TIMEOUT_MS", "1500", 1);
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  std::vector<float> x(16, 1.0f);
+  if (test::world_rank() == 0) {
+    test::expect_error(bagua_allreduce(MPI_IN_PLACE, x.data(), 16, MPI_FLOAT, MPI_SUM, comm),
+                       BAGUA_ERR_TIMEOUT, "timed out");
+  } else {
+    MPI_Request req = MPI_REQUEST_NULL;
+    test::expect_error(bagua_iallreduce(MPI_IN_PLACE, x.data(), 16, MPI_FLOAT, MPI_SUM, comm, &req),
+                       BAGUA_ERR_TIMEOUT, "did not make the matching call");
+    CHECK(req == MPI_REQUEST_NULL);
+  }
+  unsetenv("BAGUA_TIMEOUT_MS");
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Comm_free(&comm);
+}

@@ -1,0 +1,93 @@
+#include "bounded.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "../transport/transport.hpp"
+
+namespace bagua {
+namespace {
+
+// A setup collective in flight: its request and the memory MPI may still
+// write (the reduction buffers or the new communicator's handle).
+struct Posted {
+  MPI_Request request = MPI_REQUEST_NULL;
+  std::vector<int64_t> values;
+  MPI_Comm dup = MPI_COMM_NULL;
+};
+
+std::mutex abandoned_mutex;
+std::vector<std::unique_ptr<Posted>> abandoned;
+
+// Polls `p` until it completes or `timeout_ms` passes; a timed-out one is
+// kept (MPI still owns its buffers) and reported.
+Status wait_posted(std::unique_ptr<Posted> &p, int64_t timeout_ms, const char *what) {
+  const Deadline deadline = Deadline::after_ms(timeout_ms);
+  for (int done = 0; !done;) {
+    if (MPI_Test(&p->request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return fail(BAGUA_ERR_TRANSPORT, "%s: MPI failed", what);
+    if (done) break;
+    if (deadline.expired()) {
+      std::lock_guard lock(abandoned_mutex);
+      abandoned.push_back(std::move(p));
+      return fail(BAGUA_ERR_TIMEOUT,
+                  "%s: another rank did not make the matching call within BAGUA_TIMEOUT_MS=%lld "
+                  "ms (the first bagua call of each kind on a communicator is collective: "
+                  "every rank must make it)",
+                  what, static_cast<long long>(timeout_ms));
+    }
+    std::this_thread::yield();
+  }
+  return BAGUA_SUCCESS;
+}
+
+}  // namespace
+
+Status bounded_allreduce_max(MPI_Comm comm, std::span<const int64_t> in, std::span<int64_t> out,
+                             int64_t timeout_ms, const char *what) {
+  auto p = std::make_unique<Posted>();
+  p->values.assign(in.begin(), in.end());
+  p->values.resize(2 * in.size());
+  const int n = static_cast<int>(in.size());
+  if (MPI_Iallreduce(p->values.data(), p->values.data() + n, n, MPI_INT64_T, MPI_MAX, comm,
+                     &p->request) != MPI_SUCCESS)
+    return fail(BAGUA_ERR_TRANSPORT, "%s: MPI_Iallreduce failed", what);
+  BAGUA_TRY(wait_posted(p, timeout_ms, what));
+  std::copy(p->values.begin() + n, p->values.end(), out.begin());
+  return BAGUA_SUCCESS;
+}
+
+Status bounded_dup(MPI_Comm comm, int64_t timeout_ms, MPI_Comm *out) {
+  auto p = std::make_unique<Posted>();
+  if (MPI_Comm_idup(comm, &p->dup, &p->request) != MPI_SUCCESS)
+    return fail(BAGUA_ERR_TRANSPORT, "MPI_Comm_idup failed");
+  BAGUA_TRY(wait_posted(p, timeout_ms, "duplicating the communicator"));
+  MPI_Comm_set_errhandler(p->dup, MPI_ERRORS_RETURN);
+  *out = p->dup;
+  return BAGUA_SUCCESS;
+}
+
+Status bounded_agree(MPI_Comm comm, int64_t value, int64_t timeout_ms, const char *what,
+                     bool *same) {
+  const int64_t mine[2] = {value, -value};
+  int64_t all[2];
+  BAGUA_TRY(bounded_allreduce_max(comm, mine, all, timeout_ms, what));
+  *same = all[0] == value && -all[1] == value;
+  return BAGUA_SUCCESS;
+}
+
+void bounded_release_completed() {
+  std::lock_guard lock(abandoned_mutex);
+  std::erase_if(abandoned, [](std::unique_ptr<Posted> &p) {
+    int done = 0;
+    MPI_Test(&p->request, &done, MPI_STATUS_IGNORE);
+    if (done && p->dup != MPI_COMM_NULL) MPI_Comm_free(&p->dup);
+    return done != 0;
+  });
+}
+
+}  // namespace bagua

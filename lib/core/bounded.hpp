@@ -1,0 +1,35 @@
+// The MPI collectives bagua makes while setting up a communicator (option
+// agreement, duplication, layout checks), bounded by BAGUA_TIMEOUT_MS: a
+// peer that never makes the matching call gives BAGUA_ERR_TIMEOUT instead of
+// a hang. A collective that timed out stays posted (MPI cannot cancel
+// collectives), so its buffers are kept alive until MPI_Finalize, and the
+// communicator it ran on is marked unusable for bagua.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <span>
+
+#include "../base/status.hpp"
+
+namespace bagua {
+
+// Collective over `comm`: *out[i] = max over ranks of in[i], within
+// `timeout_ms`. `what` names the step in the timeout message.
+Status bounded_allreduce_max(MPI_Comm comm, std::span<const int64_t> in, std::span<int64_t> out,
+                             int64_t timeout_ms, const char *what);
+
+// Collective: MPI_Comm_dup of `comm` within `timeout_ms`, errors returned.
+Status bounded_dup(MPI_Comm comm, int64_t timeout_ms, MPI_Comm *out);
+
+// Collective: every rank learns whether all ranks hold the same `value`
+// (max of [v, -v] equals [v, -v] everywhere).
+Status bounded_agree(MPI_Comm comm, int64_t value, int64_t timeout_ms, const char *what,
+                     bool *same);
+
+// Frees what timed-out setup collectives left posted, where MPI has completed
+// them since; the rest stays allocated. Called inside MPI_Finalize.
+void bounded_release_completed();
+
+}  // namespace bagua
