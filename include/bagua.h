@@ -14,7 +14,10 @@
  * MPI_Comm_idup) is bounded by BAGUA_TIMEOUT_MS, as are the first
  * nonblocking, bucket, asynchronous and partial-reduce calls: a rank whose
  * peers never make the matching call gets BAGUA_ERR_TIMEOUT, and every later
- * bagua call on that communicator returns BAGUA_ERR_COMM_BROKEN.
+ * bagua call on that communicator returns BAGUA_ERR_COMM_BROKEN. MPI cannot
+ * cancel the collective that timed out, so after such a setup timeout (its
+ * message names the setup step) keep the communicator until MPI_Finalize:
+ * Open MPI 4.1 crashes when a late peer completes a collective of a freed one.
  *
  * After a failure: a call that returned BAGUA_ERR_TIMEOUT (or any error that
  * breaks the communicator) may leave sends to late peers in flight. bagua

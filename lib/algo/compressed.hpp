@@ -43,7 +43,7 @@ class ChunkCodec {
   virtual codec::CodecStatus store_accumulator(const float *acc, size_t count, void *dst, DType t);
 
  private:
-  std::vector<float> host_accumulator_;
+  SendVector<float> host_accumulator_;
 };
 
 // Min-max 8-bit quantization with `block` elements per block.

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "../base/send_memory.hpp"
 #include "../transport/transport.hpp"
 
 namespace bagua {
@@ -22,7 +23,7 @@ struct AlgoContext {
   Transport &transport;
   CallTags tags;
   Deadline deadline;
-  std::vector<unsigned char> &scratch;
+  Bytes &scratch;
   size_t segment_bytes;  // pipeline granularity of segmented algorithms
 };
 

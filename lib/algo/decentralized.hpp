@@ -36,8 +36,8 @@ void apply_average_delta(void *w, const void *reduced, const void *temp, size_t 
 // Replicas of low-precision ring averaging (float32): w is this rank's last
 // communicated weights, left/right the copies of its neighbours' w.
 struct LowprecReplicas {
-  std::vector<float> self, left, right;
-  std::vector<unsigned char> encoded_self, encoded_left, encoded_right;
+  SendVector<float> self, left, right;
+  Bytes encoded_self, encoded_left, encoded_right;
 };
 
 // Fills the replicas from the initial weights `x`: exact exchange with the

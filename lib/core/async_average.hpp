@@ -55,7 +55,7 @@ class AsyncAverager {
   const int interval_ms_;
   // Used by the thread while it runs, by the caller while it does not.
   std::unique_ptr<Communicator> comm_;
-  std::vector<unsigned char> temp_, reduced_;
+  Bytes temp_, reduced_;
 
   std::mutex weights_;  // the caller's lock: held while buf is read or updated
   std::mutex control_;  // guards stop_requested_

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "bounded.hpp"
+#include "../transport/mpi_bounded.hpp"
 #include "run.hpp"
 #include "support.hpp"
 

@@ -69,8 +69,8 @@ class BucketComm {
     DType dtype = DType::f32;
     size_t count = 0;
     std::vector<int> tensors;
-    std::vector<unsigned char> storage;  // flattened tensors, or the packing buffer
-    std::vector<unsigned char> scratch;
+    Bytes storage;  // flattened tensors, or the packing buffer
+    Bytes scratch;
     BucketAlgorithmChoice choice;
     Schedule schedule = Schedule::ring;
     size_t unready = 0;

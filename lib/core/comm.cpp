@@ -4,9 +4,9 @@
 
 #include "../base/env.hpp"
 #include "../transport/locked_transport.hpp"
+#include "../transport/mpi_bounded.hpp"
 #include "../transport/mpi_transport.hpp"
 #include "../transport/ucx_transport.hpp"
-#include "bounded.hpp"
 #include "hierarchy.hpp"
 #include "runtime.hpp"
 
@@ -52,9 +52,9 @@ Status require_thread_level(TransportKind kind, const char *feature) {
 
 }  // namespace
 
-Status create_transport(TransportKind kind, MPI_Comm dup, bool shared_by_threads,
-                        std::unique_ptr<Transport> *out) {
-  BAGUA_TRY(kind == TransportKind::ucx ? ucx_transport_create(dup, out)
+Status create_transport(TransportKind kind, MPI_Comm dup, int64_t timeout_ms,
+                        bool shared_by_threads, std::unique_ptr<Transport> *out) {
+  BAGUA_TRY(kind == TransportKind::ucx ? ucx_transport_create(dup, timeout_ms, out)
                                        : mpi_transport_create(dup, out));
   if (shared_by_threads) *out = std::make_unique<LockedTransport>(std::move(*out));
   return BAGUA_SUCCESS;
@@ -136,11 +136,14 @@ Status Communicator::create(MPI_Comm user_comm, const Options &options, bool sha
   BAGUA_TRY(bounded_dup(user_comm, options.timeout_ms, &dup));
   std::unique_ptr<Transport> transport;
   TagLayout tags;
-  Status s = create_transport(options.transport, dup, shared_by_threads, &transport);
+  Status s =
+      create_transport(options.transport, dup, options.timeout_ms, shared_by_threads, &transport);
   if (s == BAGUA_SUCCESS) s = TagLayout::make(largest_tag(*transport, options), &tags);
   if (s != BAGUA_SUCCESS) {
     transport.reset();
-    MPI_Comm_free(&dup);
+    // A setup collective that timed out is still posted on dup, and MPI
+    // crashes when a late peer completes it on a freed communicator.
+    if (s != BAGUA_ERR_TIMEOUT) MPI_Comm_free(&dup);
     return s;
   }
   out->reset(new Communicator(dup, options, std::move(transport), tags));
@@ -157,7 +160,7 @@ Status ExclusiveUse::status() const {
 
 AlgoContext Communicator::next_call() { return call_in_slot(next_slot_++, scratch_); }
 
-AlgoContext Communicator::call_in_slot(uint64_t slot, std::vector<unsigned char> &scratch) {
+AlgoContext Communicator::call_in_slot(uint64_t slot, Bytes &scratch) {
   return AlgoContext{*transport_, tags_.call(slot), Deadline::after_ms(options_.timeout_ms),
                      scratch, options_.segment_bytes};
 }

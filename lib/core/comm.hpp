@@ -64,7 +64,7 @@ class Communicator {
   // A context for a call in tag slot `slot` (concurrent or controller-
   // numbered calls: nonblocking, buckets, partial-reduce groups), with its
   // own scratch.
-  AlgoContext call_in_slot(uint64_t slot, std::vector<unsigned char> &scratch);
+  AlgoContext call_in_slot(uint64_t slot, Bytes &scratch);
 
   // Records the outcome of a call: after a failure that breaks the
   // communicator, later calls are refused.
@@ -111,7 +111,7 @@ class Communicator {
   std::unique_ptr<Transport> transport_;
   TagLayout tags_;
   uint64_t next_slot_ = 0;
-  std::vector<unsigned char> scratch_;
+  Bytes scratch_;
   FailureState failure_;
   std::atomic<bool> in_use_{false};
   std::unique_ptr<Hierarchy> hierarchy_;
@@ -120,8 +120,8 @@ class Communicator {
 
 // A transport over `dup` (a communicator the caller owns); one shared by
 // threads serialises its calls.
-Status create_transport(TransportKind kind, MPI_Comm dup, bool shared_by_threads,
-                        std::unique_ptr<Transport> *out);
+Status create_transport(TransportKind kind, MPI_Comm dup, int64_t timeout_ms,
+                        bool shared_by_threads, std::unique_ptr<Transport> *out);
 
 // One call's exclusive use of a communicator: calls on one communicator must
 // come from one thread at a time, and a second thread is told so instead of

@@ -101,7 +101,7 @@ Status NonblockingComm::start(const Call &call, MPI_Request *request) {
   // The job owns its scratch; it touches the outcome only before completing
   // the request (MPI may free the outcome right after).
   pool_->submit([this, call, schedule, slot, outcome, req = *request]() mutable {
-    std::vector<unsigned char> scratch;
+    Bytes scratch;
     AlgoContext ctx = comm_->call_in_slot(slot, scratch);
     Status s = BAGUA_ERR_INTERNAL;
     try {

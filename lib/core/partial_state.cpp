@@ -2,7 +2,7 @@
 
 #include <thread>
 
-#include "bounded.hpp"
+#include "../transport/mpi_bounded.hpp"
 
 namespace bagua {
 namespace {
@@ -37,10 +37,12 @@ Status PartialState::create(Communicator &comm, std::unique_ptr<PartialState> *o
   BAGUA_TRY(bounded_dup(comm.dup_comm(), comm.options().timeout_ms, &control_comm));
   // The controller thread and this rank's calls share the control transport.
   std::unique_ptr<Transport> control;
-  const Status s = create_transport(comm.options().transport, control_comm,
-                                    /*shared_by_threads=*/true, &control);
+  const Status s =
+      create_transport(comm.options().transport, control_comm, comm.options().timeout_ms,
+                       /*shared_by_threads=*/true, &control);
   if (s != BAGUA_SUCCESS) {
-    MPI_Comm_free(&control_comm);
+    // A timed-out setup collective is still posted on control_comm (comm.cpp).
+    if (s != BAGUA_ERR_TIMEOUT) MPI_Comm_free(&control_comm);
     return s;
   }
   std::unique_ptr<PartialState> state(new PartialState(

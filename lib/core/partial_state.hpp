@@ -32,7 +32,7 @@ class PartialState final : public CommExtension {
   Status ready(int group_size, PlannedGroup *out);
   // Tells the controller this rank makes no calls until its next ready().
   Status leave();
-  std::vector<unsigned char> &scratch() { return scratch_; }
+  Bytes &scratch() { return scratch_; }
 
  private:
   static Status create(Communicator &comm, std::unique_ptr<PartialState> *out);
@@ -49,7 +49,7 @@ class PartialState final : public CommExtension {
   bool left_ = false;
   partial_wire::RequestWords request_words_{};
   std::vector<int64_t> assignment_words_;
-  std::vector<unsigned char> scratch_;
+  Bytes scratch_;
 };
 
 }  // namespace bagua

@@ -63,7 +63,7 @@ Status run_hierarchical(Communicator &c, const Call &call) {
   BAGUA_TRY(c.record(c.hierarchy(&h)));
   Communicator &node = h->node();
   BAGUA_TRY(node.check_usable());
-  std::vector<float> node_sum(h->is_leader() ? call.count : 0);
+  SendVector<float> node_sum(h->is_leader() ? call.count : 0);
   AlgoContext reduce_ctx = node.next_call();
   BAGUA_TRY(c.record(node.record(
       node_reduce_to_leader(reduce_ctx, call.src, call.dtype, call.count, node_sum.data()))));
@@ -237,7 +237,7 @@ Status average_in_group(AlgoContext &ctx, const Call &call, Schedule schedule, d
 }
 
 Status run_group_average(Communicator &c, const Call &call, std::span<const int> members, int local,
-                         int64_t group_id, double weight, std::vector<unsigned char> &scratch) {
+                         int64_t group_id, double weight, Bytes &scratch) {
   SubgroupTransport view(c.transport(), members, local);
   AlgoContext ctx{view, c.tags().call(static_cast<uint64_t>(group_id)),
                   Deadline::after_ms(c.options().timeout_ms), scratch, c.options().segment_bytes};

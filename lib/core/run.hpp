@@ -48,7 +48,7 @@ class AlignedStaging {
   void copy_back(const Call &call) const;
 
  private:
-  std::vector<uint64_t> words_;  // 8-byte words: aligned for every element type
+  SendVector<uint64_t> words_;  // 8-byte words: aligned for every element type
 };
 
 // Runs body(call) with buffers aligned to the element size: host buffers
@@ -96,7 +96,7 @@ Status average_in_group(AlgoContext &ctx, const Call &call, Schedule schedule, d
 // sum divided once, or the codec's average) or weighted (dst = sum of
 // weight_i * src_i).
 Status run_group_average(Communicator &c, const Call &call, std::span<const int> members, int local,
-                         int64_t group_id, double weight, std::vector<unsigned char> &scratch);
+                         int64_t group_id, double weight, Bytes &scratch);
 
 // The size of one message of call.count elements in the call's wire format.
 Status message_bytes(const Call &call, const Options &options, size_t *bytes);

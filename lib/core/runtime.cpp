@@ -5,7 +5,7 @@
 #include <string>
 
 #include "../algo/reduce.hpp"
-#include "bounded.hpp"
+#include "../transport/mpi_bounded.hpp"
 #include "comm.hpp"
 
 namespace bagua {

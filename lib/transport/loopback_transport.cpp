@@ -49,7 +49,7 @@ class LoopbackEndpoint final : public Transport {
   const char *name() const override { return "loopback"; }
 
   Status isend(const void *buf, size_t bytes, int peer, Tag tag, Request *req) override {
-    BAGUA_TRY(begin_request(bytes, peer, tag, false, req));
+    BAGUA_TRY(begin_request(buf, bytes, peer, tag, false, req));
     all_[static_cast<size_t>(peer)]->deliver(rank(), tag, buf, bytes);
     posted_of(req) = nullptr;
     req->active = true;
@@ -57,7 +57,7 @@ class LoopbackEndpoint final : public Transport {
   }
 
   Status irecv(void *buf, size_t bytes, int peer, Tag tag, Request *req) override {
-    BAGUA_TRY(begin_request(bytes, peer, tag, true, req));
+    BAGUA_TRY(begin_request(buf, bytes, peer, tag, true, req));
     std::lock_guard lock(mutex_);
     PostedRecv *recv = new_recv();
     *recv = {next_number_++, buf, bytes, PostedRecv::State::waiting, 0};

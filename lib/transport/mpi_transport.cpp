@@ -58,7 +58,7 @@ class MpiTransport final : public Transport {
   const char *name() const override { return "mpi"; }
 
   Status isend(const void *buf, size_t bytes, int peer, Tag tag, Request *req) override {
-    BAGUA_TRY(begin_request(bytes, peer, tag, false, req));
+    BAGUA_TRY(begin_request(buf, bytes, peer, tag, false, req));
     Shape shape = shape_of(bytes);
     const int rc = MPI_Isend(buf, shape.count, shape.type, peer, static_cast<int>(tag), comm_,
                              &mpi_handle(req));
@@ -67,7 +67,7 @@ class MpiTransport final : public Transport {
   }
 
   Status irecv(void *buf, size_t bytes, int peer, Tag tag, Request *req) override {
-    BAGUA_TRY(begin_request(bytes, peer, tag, true, req));
+    BAGUA_TRY(begin_request(buf, bytes, peer, tag, true, req));
     Shape shape = shape_of(bytes);
     const int rc = MPI_Irecv(buf, shape.count, shape.type, peer, static_cast<int>(tag), comm_,
                              &mpi_handle(req));
@@ -105,7 +105,9 @@ class MpiTransport final : public Transport {
       MPI_Cancel(&h);
       MPI_Wait(&h, MPI_STATUS_IGNORE);
     } else {
-      // Sends cannot be reliably cancelled; let MPI complete them on its own.
+      // Sends cannot be reliably cancelled; MPI completes them on its own,
+      // reading their buffer whenever the peer comes (lib/base/send_memory.hpp).
+      abandoned_send_add(req->buffer, req->bytes);
       MPI_Request_free(&h);
     }
   }

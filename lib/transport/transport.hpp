@@ -10,6 +10,7 @@
 #include <memory>
 #include <span>
 
+#include "../base/send_memory.hpp"
 #include "../base/status.hpp"
 
 namespace bagua {
@@ -36,6 +37,7 @@ class Deadline {
 // One outstanding send or receive. The handle bytes belong to the transport.
 struct Request {
   alignas(8) unsigned char handle[16] = {};
+  const void *buffer = nullptr;  // what the request reads or writes
   size_t bytes = 0;
   int peer = -1;
   Tag tag = 0;
@@ -69,14 +71,18 @@ class Transport {
   virtual Status test(Request *req, bool *done) = 0;
 
   // Gives up on an incomplete request after a failure: receives are cancelled
-  // where the transport allows it, and the request is never touched again.
+  // where the transport allows it, and the request is never touched again. A
+  // send still in flight is recorded with abandoned_send_add (its buffer must
+  // outlive it: lib/base/send_memory.hpp).
   virtual void abandon(Request *req) = 0;
 
  protected:
   // Checks the peer and tag of a request being posted and records them.
-  Status begin_request(size_t bytes, int peer, Tag tag, bool is_recv, Request *req) const {
+  Status begin_request(const void *buffer, size_t bytes, int peer, Tag tag, bool is_recv,
+                       Request *req) const {
     if (peer < 0 || peer >= size_ || tag > max_tag_)
       return fail(BAGUA_ERR_INTERNAL, "bad peer %d or tag 0x%x", peer, tag);
+    req->buffer = buffer;
     req->bytes = bytes;
     req->peer = peer;
     req->tag = tag;

@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "mpi_bounded.hpp"
+
 namespace bagua {
 namespace {
 
@@ -65,12 +67,13 @@ Status outcome(const Request &req, ucs_status_t status, size_t received) {
 
 // Creation is collective: every rank learns whether all ranks got this far,
 // so a local failure never leaves the others blocked in the next exchange.
-Status agree(MPI_Comm comm, Status local) {
-  int ok = local == BAGUA_SUCCESS, all_ok = 0;
-  if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm) != MPI_SUCCESS)
-    return fail(BAGUA_ERR_TRANSPORT, "MPI_Allreduce failed while setting up UCX");
+Status agree(MPI_Comm comm, int64_t timeout_ms, Status local) {
+  const int64_t failed = local != BAGUA_SUCCESS;
+  int64_t any_failed = 0;
+  BAGUA_TRY(
+      bounded_allreduce_max(comm, {&failed, 1}, {&any_failed, 1}, timeout_ms, "setting up UCX"));
   if (local != BAGUA_SUCCESS) return local;
-  if (!all_ok) return fail(BAGUA_ERR_TRANSPORT, "UCX setup failed on another rank");
+  if (any_failed) return fail(BAGUA_ERR_TRANSPORT, "UCX setup failed on another rank");
   return BAGUA_SUCCESS;
 }
 
@@ -90,16 +93,16 @@ class UcxTransport final : public Transport {
   const char *name() const override { return "ucx"; }
 
   // Collective over `comm`: all ranks succeed or all fail.
-  Status init(MPI_Comm comm) {
-    BAGUA_TRY(agree(comm, open_worker()));
+  Status init(MPI_Comm comm, int64_t timeout_ms) {
+    BAGUA_TRY(agree(comm, timeout_ms, open_worker()));
     std::vector<char> addresses;
     std::vector<int> offsets;
-    BAGUA_TRY(exchange_addresses(comm, &addresses, &offsets));
-    return agree(comm, connect(addresses, offsets));
+    BAGUA_TRY(exchange_addresses(comm, timeout_ms, &addresses, &offsets));
+    return agree(comm, timeout_ms, connect(addresses, offsets));
   }
 
   Status isend(const void *buf, size_t bytes, int peer, Tag tag, Request *req) override {
-    BAGUA_TRY(begin_request(bytes, peer, tag, false, req));
+    BAGUA_TRY(begin_request(buf, bytes, peer, tag, false, req));
     const ucp_request_param_t param{};
     const ucs_status_ptr_t r =
         ucp_tag_send_nbx(endpoints_[peer], buf, bytes, ucp_tag(rank(), tag), &param);
@@ -107,7 +110,7 @@ class UcxTransport final : public Transport {
   }
 
   Status irecv(void *buf, size_t bytes, int peer, Tag tag, Request *req) override {
-    BAGUA_TRY(begin_request(bytes, peer, tag, true, req));
+    BAGUA_TRY(begin_request(buf, bytes, peer, tag, true, req));
     // Always take a request: a receive that completes at once would not
     // report the length of its message (UCX 1.13 leaves recv_info unset).
     ucp_request_param_t param{};
@@ -149,7 +152,9 @@ class UcxTransport final : public Transport {
       ucp_request_cancel(worker_, request);
       drain({&request, 1});
     }
-    // A send still in flight completes on its own and is released then.
+    // A send still in flight completes on its own, reading its buffer
+    // whenever the peer comes (lib/base/send_memory.hpp), and is released then.
+    if (!req->is_recv) abandoned_send_add(req->buffer, req->bytes);
     ucp_request_free(request);
   }
 
@@ -188,27 +193,18 @@ class UcxTransport final : public Transport {
   }
 
   // Gathers every rank's worker address; rank p's lies at (*offsets)[p].
-  Status exchange_addresses(MPI_Comm comm, std::vector<char> *all, std::vector<int> *offsets) {
+  Status exchange_addresses(MPI_Comm comm, int64_t timeout_ms, std::vector<char> *all,
+                            std::vector<int> *offsets) {
     ucp_address_t *address = nullptr;
     size_t length = 0;
     const ucs_status_t status = ucp_worker_get_address(worker_, &address, &length);
-    BAGUA_TRY(
-        agree(comm, status == UCS_OK ? BAGUA_SUCCESS : ucx_error(status, "worker_get_address")));
-    const int my_length = static_cast<int>(length);
-    std::vector<int> lengths(static_cast<size_t>(size()));
-    offsets->assign(lengths.size(), 0);
-    int rc = MPI_Allgather(&my_length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm);
-    if (rc == MPI_SUCCESS) {
-      for (size_t p = 1; p < lengths.size(); ++p)
-        (*offsets)[p] = (*offsets)[p - 1] + lengths[p - 1];
-      all->resize(static_cast<size_t>(offsets->back() + lengths.back()));
-      rc = MPI_Allgatherv(address, my_length, MPI_BYTE, all->data(), lengths.data(),
-                          offsets->data(), MPI_BYTE, comm);
-    }
+    BAGUA_TRY(agree(comm, timeout_ms,
+                    status == UCS_OK ? BAGUA_SUCCESS : ucx_error(status, "worker_get_address")));
+    const Status s =
+        bounded_allgather_bytes(comm, {reinterpret_cast<const char *>(address), length}, timeout_ms,
+                                "exchanging UCX worker addresses", all, offsets);
     ucp_worker_release_address(worker_, address);
-    if (rc != MPI_SUCCESS)
-      return fail(BAGUA_ERR_TRANSPORT, "exchanging UCX worker addresses over MPI failed");
-    return BAGUA_SUCCESS;
+    return s;
   }
 
   Status connect(const std::vector<char> &addresses, const std::vector<int> &offsets) {
@@ -261,12 +257,12 @@ class UcxTransport final : public Transport {
 
 }  // namespace
 
-Status ucx_transport_create(MPI_Comm comm, std::unique_ptr<Transport> *out) {
+Status ucx_transport_create(MPI_Comm comm, int64_t timeout_ms, std::unique_ptr<Transport> *out) {
   int rank = 0, size = 0;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   auto transport = std::make_unique<UcxTransport>(rank, size);
-  BAGUA_TRY(transport->init(comm));
+  BAGUA_TRY(transport->init(comm, timeout_ms));
   *out = std::move(transport);
   return BAGUA_SUCCESS;
 }

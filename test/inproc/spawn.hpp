@@ -90,7 +90,7 @@ class Rank {
   bagua::TagLayout layout_;
   uint64_t next_slot_;
   const uint64_t streams_;
-  std::vector<unsigned char> scratch_;
+  bagua::Bytes scratch_;
 };
 
 // Runs `cases` on n ranks, every rank all of them in order: the results of

@@ -183,7 +183,7 @@ LowprecResult run_lowprec(inproc::Rank &rank, DType t, size_t count, int steps) 
   return out;
 }
 
-bool same_bits(const std::vector<float> &a, const std::vector<float> &b) {
+bool same_bits(std::span<const float> a, std::span<const float> b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 

@@ -1,4 +1,4 @@
-#include "bounded.hpp"
+#include "mpi_bounded.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "../transport/transport.hpp"
+#include "transport.hpp"
 
 namespace bagua {
 namespace {
@@ -17,6 +17,8 @@ namespace {
 struct Posted {
   MPI_Request request = MPI_REQUEST_NULL;
   std::vector<int64_t> values;
+  std::vector<int> lengths, offsets;
+  std::vector<char> bytes;
   MPI_Comm dup = MPI_COMM_NULL;
 };
 
@@ -77,6 +79,35 @@ Status bounded_agree(MPI_Comm comm, int64_t value, int64_t timeout_ms, const cha
   int64_t all[2];
   BAGUA_TRY(bounded_allreduce_max(comm, mine, all, timeout_ms, what));
   *same = all[0] == value && -all[1] == value;
+  return BAGUA_SUCCESS;
+}
+
+Status bounded_allgather_bytes(MPI_Comm comm, std::span<const char> mine, int64_t timeout_ms,
+                               const char *what, std::vector<char> *all,
+                               std::vector<int> *offsets) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  // Step 1: every rank's length.
+  auto p = std::make_unique<Posted>();
+  p->lengths.assign(size_t(size) + 1, 0);
+  p->lengths[size_t(size)] = static_cast<int>(mine.size());
+  if (MPI_Iallgather(&p->lengths[size_t(size)], 1, MPI_INT, p->lengths.data(), 1, MPI_INT, comm,
+                     &p->request) != MPI_SUCCESS)
+    return fail(BAGUA_ERR_TRANSPORT, "%s: MPI_Iallgather failed", what);
+  BAGUA_TRY(wait_posted(p, timeout_ms, what));
+  p->lengths.pop_back();
+  // Step 2: the bytes, each rank's at the sum of the lengths before it.
+  p->offsets.assign(size_t(size), 0);
+  for (size_t r = 1; r < size_t(size); ++r) p->offsets[r] = p->offsets[r - 1] + p->lengths[r - 1];
+  p->bytes.assign(mine.begin(), mine.end());
+  p->bytes.resize(p->bytes.size() + size_t(p->offsets.back() + p->lengths.back()));
+  if (MPI_Iallgatherv(p->bytes.data(), static_cast<int>(mine.size()), MPI_BYTE,
+                      p->bytes.data() + mine.size(), p->lengths.data(), p->offsets.data(), MPI_BYTE,
+                      comm, &p->request) != MPI_SUCCESS)
+    return fail(BAGUA_ERR_TRANSPORT, "%s: MPI_Iallgatherv failed", what);
+  BAGUA_TRY(wait_posted(p, timeout_ms, what));
+  all->assign(p->bytes.begin() + static_cast<std::ptrdiff_t>(mine.size()), p->bytes.end());
+  *offsets = p->offsets;
   return BAGUA_SUCCESS;
 }
 

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "../base/status.hpp"
 
@@ -27,6 +28,11 @@ Status bounded_dup(MPI_Comm comm, int64_t timeout_ms, MPI_Comm *out);
 // (max of [v, -v] equals [v, -v] everywhere).
 Status bounded_agree(MPI_Comm comm, int64_t value, int64_t timeout_ms, const char *what,
                      bool *same);
+
+// Collective: every rank's `mine` bytes, concatenated in rank order into
+// *all; rank p's start at (*offsets)[p].
+Status bounded_allgather_bytes(MPI_Comm comm, std::span<const char> mine, int64_t timeout_ms,
+                               const char *what, std::vector<char> *all, std::vector<int> *offsets);
 
 // Frees what timed-out setup collectives left posted, where MPI has completed
 // them since; the rest stays allocated. Called inside MPI_Finalize.
