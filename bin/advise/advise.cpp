@@ -279,9 +279,9 @@ double measure_alltoall_efficiency(MPI_Comm comm, const CostParams &p) {
   // Invert t = latency + bytes / (rate x efficiency) for the efficiency.
   const double transfer_ideal = (size - 1) * double(message) / link.bytes_per_s;
   const int k = p.ranks_per_node;
-  const double network =
-      p.nodes() > 1 ? double(k) * (size - k) * double(message) / p.inter.bytes_per_s
-                    : transfer_ideal;
+  const double network = p.nodes() > 1
+                             ? double(k) * (size - k) * double(message) / p.inter.bytes_per_s
+                             : transfer_ideal;
   return std::clamp(network / std::max(t - latency, 1e-9), 0.05, 1.0);
 }
 
@@ -341,7 +341,8 @@ Status measure(MPI_Comm comm, const Args &args, Measurement *out) {
   MPI_Comm_split(comm, node_rank == 0 ? 0 : MPI_UNDEFINED, rank, &leaders);
   const int peer_intra = p.ranks_per_node > 1 ? 1 : -1;
   const int peer_inter = p.nodes() > 1 ? p.ranks_per_node : -1;
-  if (peer_intra > 0) p.intra = measure_link(comm, peer_intra, node_size > 1 ? node : MPI_COMM_NULL);
+  if (peer_intra > 0)
+    p.intra = measure_link(comm, peer_intra, node_size > 1 ? node : MPI_COMM_NULL);
   if (peer_inter > 0) p.inter = measure_link(comm, peer_inter, leaders);
   if (peer_intra < 0) p.intra = p.inter;
   if (peer_inter < 0) p.inter = p.intra;
@@ -353,9 +354,10 @@ Status measure(MPI_Comm comm, const Args &args, Measurement *out) {
   m.notes.push_back("latency: median one-way time of " + std::to_string(kLatencyRounds) +
                     " ping-pongs of 8 bytes from rank 0; bandwidth: 4 MiB sent right and "
                     "received from the left by every rank of the ring at once (best of 3)");
-  m.notes.push_back("all-to-all efficiency: 4 MiB per rank sent to all others at once, against "
-                    "the link rate; overlap: q8 encode between MPI_Testall calls during a ring "
-                    "exchange, against both alone");
+  m.notes.push_back(
+      "all-to-all efficiency: 4 MiB per rank sent to all others at once, against "
+      "the link rate; overlap: q8 encode between MPI_Testall calls during a ring "
+      "exchange, against both alone");
   if (args.ranks_per_node == 0)
     m.notes.push_back("nodes: ranks sharing memory (MPI_COMM_TYPE_SHARED)");
   if (leaders != MPI_COMM_NULL) MPI_Comm_free(&leaders);
@@ -373,8 +375,8 @@ Advice advise(const CostParams &params, size_t model_bytes) {
   bool have_reduce = false, have_average = false;
   for (size_t i = 0; i < a.rows.size(); ++i) {
     const bool averaging = is_averaging(a.rows[i].algorithm);
-    const bool hierarchical_flat = a.rows[i].algorithm == Algorithm::hierarchical &&
-                                   params.ranks_per_node <= 1;
+    const bool hierarchical_flat =
+        a.rows[i].algorithm == Algorithm::hierarchical && params.ranks_per_node <= 1;
     if (hierarchical_flat) continue;  // the same as flat with one rank per node
     size_t &best = averaging ? a.recommended_averaging : a.recommended;
     bool &have = averaging ? have_average : have_reduce;
@@ -392,8 +394,8 @@ void print_table(FILE *out, const Advice &a, const CostParams &p, bool with_form
   for (size_t i = 0; i < a.rows.size(); ++i) {
     if (a.rows[i].algorithm == Algorithm::hierarchical && p.ranks_per_node <= 1) continue;
     const Estimate &e = a.estimates[i];
-    std::fprintf(out, "%-24s %12.3f %14zu  %s\n", a.rows[i].name, e.seconds * 1e3,
-                 e.bytes_per_rank, with_formula ? e.formula.c_str() : "");
+    std::fprintf(out, "%-24s %12.3f %14zu  %s\n", a.rows[i].name, e.seconds * 1e3, e.bytes_per_rank,
+                 with_formula ? e.formula.c_str() : "");
   }
 }
 
@@ -424,8 +426,9 @@ void print_recommendation(FILE *out, const Advice &a, const CostParams &p, size_
   const size_t crossover = ring_crossover_bytes(p);
   const bool library_ring = model_bytes >= p.ring_threshold_bytes;
   const bool model_ring = model_bytes >= crossover;
-  std::fprintf(out, "exact schedule: the library runs %s (BAGUA_RING_THRESHOLD=%zu); the model's "
-                    "crossover here is %zu bytes%s\n",
+  std::fprintf(out,
+               "exact schedule: the library runs %s (BAGUA_RING_THRESHOLD=%zu); the model's "
+               "crossover here is %zu bytes%s\n",
                library_ring ? "ring" : "recursive_doubling", p.ring_threshold_bytes, crossover,
                library_ring == model_ring ? "" : ": set BAGUA_RING_THRESHOLD to it");
 }
@@ -455,15 +458,17 @@ void print_report(FILE *out, const Args &args, const Measurement &m) {
   std::fprintf(out, "bagua-advise: %zu bytes of float32 gradients\n", args.model_bytes);
   print_params(out, m.params);
   for (const std::string &note : m.notes) std::fprintf(out, "  (%s)\n", note.c_str());
-  std::fprintf(out, "\nper step at %d ranks (alpha-beta per step, codec passes, all-to-all "
-                    "efficiency; doc/advise.md):\n",
+  std::fprintf(out,
+               "\nper step at %d ranks (alpha-beta per step, codec passes, all-to-all "
+               "efficiency; doc/advise.md):\n",
                m.params.ranks);
   print_table(out, a, m.params, true);
   print_recommendation(out, a, m.params, args.model_bytes);
   if (args.predict_ranks == 0) return;
-  std::fprintf(out, "\nextrapolated to %d ranks, %d per node (assumes: the same latency and "
-                    "bandwidth per link and per node interface, the measured all-to-all "
-                    "efficiency, overlap and codec rates, a non-blocking switch):\n",
+  std::fprintf(out,
+               "\nextrapolated to %d ranks, %d per node (assumes: the same latency and "
+               "bandwidth per link and per node interface, the measured all-to-all "
+               "efficiency, overlap and codec rates, a non-blocking switch):\n",
                predicted.ranks, predicted.ranks_per_node);
   print_table(out, b, predicted, false);
   print_recommendation(out, b, predicted, args.model_bytes);

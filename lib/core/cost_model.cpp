@@ -18,8 +18,8 @@ std::string format(const char *fmt, double a, double b = 0, double c = 0, double
 
 // "k x (alpha + bytes / rate)" in microseconds, MiB and MB/s.
 std::string link_term(double steps, double bytes, const LinkCost &link) {
-  return format("%.0f x (%.1fus + %.3f MiB / %.0f MB/s)", steps, link.latency_s * 1e6,
-                bytes / kMiB, link.bytes_per_s / 1e6);
+  return format("%.0f x (%.1fus + %.3f MiB / %.0f MB/s)", steps, link.latency_s * 1e6, bytes / kMiB,
+                link.bytes_per_s / 1e6);
 }
 
 std::string pass_term(const char *what, double bytes, double rate) {
@@ -115,8 +115,7 @@ Estimate bytegrad_among(const CostParams &p, Wire wire, size_t count, int n, int
   const CodecRate rate = p.codec[size_t(wire)];
   const double encoded = bytes, decoded = bytes * (2.0 * n - 1) / n;
   const double transfer = 2 * alltoall_seconds(p, n, k, message);
-  const double compute =
-      encoded / rate.encode_bytes_per_s + decoded / rate.decode_bytes_per_s;
+  const double compute = encoded / rate.encode_bytes_per_s + decoded / rate.decode_bytes_per_s;
   const LinkCost &link = n > k ? p.inter : p.intra;
   return combine(
       p, transfer, compute,
@@ -266,7 +265,8 @@ Estimate predict_time(const CostParams &p, const AlgorithmRow &row, size_t count
     case Algorithm::decentralized_all: return decentralized_all(p, count);
     case Algorithm::decentralized_shift_one:
       return peer_exchange(p, 1, bytes, bytes, "1 peer, both ways");
-    case Algorithm::decentralized_ring: return peer_exchange(p, 2, bytes, 2 * bytes, "2 neighbours");
+    case Algorithm::decentralized_ring:
+      return peer_exchange(p, 2, bytes, 2 * bytes, "2 neighbours");
     case Algorithm::lowprec_ring: return lowprec_ring(p, count);
   }
   return {};

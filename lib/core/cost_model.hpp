@@ -41,7 +41,7 @@ struct CostParams {
   double alltoall_efficiency = 1;
   // Fraction of the shorter of compute and transfer hidden behind the other.
   double overlap = 0;
-  double reduce_bytes_per_s = 4e9;  // float32 sum, bytes of one operand
+  double reduce_bytes_per_s = 4e9;        // float32 sum, bytes of one operand
   std::array<CodecRate, kWires> codec{};  // by Wire; exact's entry is unused
   size_t segment_bytes = 1 << 20;         // BAGUA_SEGMENT_BYTES
   size_t codec_block = 2048;              // BAGUA_CODEC_BLOCK

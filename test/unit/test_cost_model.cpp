@@ -72,8 +72,7 @@ TEST_CASE("the all-to-all efficiency (incast) divides the link rate", "[cost]") 
   CostParams p = synthetic();
   p.alltoall_efficiency = 0.5;
   const double message = q8_message(kCount / 4);
-  CHECK(predict(p, row("q8"), kCount).transfer_s ==
-        Approx(2 * (3 * 1e-3 + 3 * message / 0.5e6)));
+  CHECK(predict(p, row("q8"), kCount).transfer_s == Approx(2 * (3 * 1e-3 + 3 * message / 0.5e6)));
 }
 
 TEST_CASE("several ranks per node share its network interface", "[cost]") {
@@ -146,5 +145,6 @@ TEST_CASE("bytes per rank are the library's: ring and ByteGrad match the policy'
   const CostParams p = synthetic();
   // Ring: 2(n-1)/n of the buffer, plus the 16-byte call check in 2 rounds.
   CHECK(predict(p, row("ring"), kCount).bytes_per_rank == size_t(kBytes * 6 / 4) + 2 * 16);
-  CHECK(predict(p, row("q8"), kCount).bytes_per_rank == 6 * size_t(q8_message(kCount / 4)) + 2 * 16);
+  CHECK(predict(p, row("q8"), kCount).bytes_per_rank ==
+        6 * size_t(q8_message(kCount / 4)) + 2 * 16);
 }
