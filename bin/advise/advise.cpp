@@ -35,7 +35,7 @@ Status parse_size(const char *flag, const char *text, size_t *out) {
     }
     if (end[1] != '\0') scale = 0;
   }
-  if (end == text || errno != 0 || scale == 0 || !(value >= 4) || value * scale > 0x1p40)
+  if (end == text || errno != 0 || scale == 0 || !(value * scale >= 4) || value * scale > 0x1p40)
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
                 "%s '%s': give bytes, 4 .. 1T, with an optional K, M or G suffix", flag, text);
   *out = size_t(value * scale) / 4 * 4;
