@@ -83,7 +83,7 @@ struct Estimate {
   double seconds = 0;
   double transfer_s = 0;
   double compute_s = 0;
-  size_t bytes_per_rank = 0;  // bytes one rank sends (the payload, headers counted)
+  size_t bytes_per_rank = 0;  // bytes rank 0 sends (the leader's), headers and call check counted
   std::string formula;        // the terms, in words and numbers
 };
 

@@ -30,10 +30,12 @@ void refused(std::initializer_list<const char *> words, const char *message) {
   CHECK(std::string(last_error_message()).find(message) != std::string::npos);
 }
 
+// Rank 0's bytes (the model counts rank 0's; ranks differ by rounding).
 MPI_Count library_bytes(bagua_algorithm algorithm, size_t count) {
   MPI_Count bytes = 0;
   REQUIRE(bagua_allreduce_bytes(algorithm, MPI_Count(count), MPI_FLOAT, MPI_COMM_WORLD, &bytes) ==
           BAGUA_SUCCESS);
+  MPI_Bcast(&bytes, 1, MPI_COUNT, 0, MPI_COMM_WORLD);
   return bytes;
 }
 
