@@ -1,5 +1,5 @@
 // bagua-advise: which algorithm pays on this cluster (doc/tools.md,
-// doc/advise.md). mpiexec -n N bagua-advise --model-bytes 100M
+// doc/tools.md, "bagua-advise"). mpiexec -n N bagua-advise --model-bytes 100M
 #include <mpi.h>
 
 #include <cstdio>

@@ -460,7 +460,7 @@ void print_report(FILE *out, const Args &args, const Measurement &m) {
   for (const std::string &note : m.notes) std::fprintf(out, "  (%s)\n", note.c_str());
   std::fprintf(out,
                "\nper step at %d ranks (alpha-beta per step, codec passes, all-to-all "
-               "efficiency; doc/advise.md):\n",
+               "efficiency; doc/tools.md, bagua-advise):\n",
                m.params.ranks);
   print_table(out, a, m.params, true);
   print_recommendation(out, a, m.params, args.model_bytes);

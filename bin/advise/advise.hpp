@@ -1,4 +1,4 @@
-// bagua-advise (doc/advise.md): measures what the cost model needs on this
+// bagua-advise (doc/tools.md, "bagua-advise"): measures what the cost model needs on this
 // cluster (latency and bandwidth inside and between nodes, the all-to-all
 // efficiency, the overlap of compute and transfer, codec and sum rates),
 // then predicts every algorithm's time per step with lib/core/cost_model.

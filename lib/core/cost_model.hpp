@@ -1,4 +1,4 @@
-// The cost model of every algorithm bagua runs (doc/advise.md): alpha-beta
+// The cost model of every algorithm bagua runs (doc/tools.md, "bagua-advise"): alpha-beta
 // terms for each step, the codec and reduction passes at measured rates, and
 // the all-to-all (incast) efficiency. One place: bagua-advise predicts with
 // it, and the selection policy's automatic ring threshold is its crossover
@@ -52,7 +52,7 @@ struct CostParams {
   const LinkCost &flat_link() const { return nodes() > 1 ? inter : intra; }
 };
 
-// Documented defaults (doc/advise.md): links of 8 us and 4 GB/s, sums at
+// Documented defaults (doc/tools.md, "bagua-advise"): links of 8 us and 4 GB/s, sums at
 // 4 GB/s, codecs at 1 GB/s, no overlap; 4 ranks on one node; the default
 // ring threshold.
 CostParams default_cost_params();

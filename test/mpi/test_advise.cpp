@@ -84,7 +84,8 @@ TEST_CASE("advise: bytes per rank are the library's; the recommendation is a lis
     CHECK_FALSE(e.formula.empty());
     if (name == "ring" || name == "decentralized_all")  // 4 MiB: the policy runs the ring
       CHECK(MPI_Count(e.bytes_per_rank) == library_bytes(BAGUA_ALGORITHM_EXACT, count));
-    if (name == "q8") CHECK(MPI_Count(e.bytes_per_rank) == library_bytes(BAGUA_ALGORITHM_Q8, count));
+    if (name == "q8")
+      CHECK(MPI_Count(e.bytes_per_rank) == library_bytes(BAGUA_ALGORITHM_Q8, count));
     if (name == "fp16")
       CHECK(MPI_Count(e.bytes_per_rank) == library_bytes(BAGUA_ALGORITHM_FP16, count));
     if (name == "sign")
