@@ -737,15 +737,24 @@ typedef struct bagua_bucket_config {
   /** Algorithm of every bucket until changed with
    *  bagua_bucket_comm_set_algorithm; default exact allreduce, BAGUA_AVG. */
   bagua_bucket_algorithm_config algorithm;
+  /** 1: automatic bucket size. During the first steps (a step ends at
+   *  bagua_bucket_comm_wait_all) the communicator tries the caps 1, 2, 4,
+   *  ..., 64 MiB and bucket_bytes (those forming different buckets), one
+   *  warm-up and two timed steps each, then keeps the cap of the lowest
+   *  step time (the slowest rank's mean, agreed by an allreduce); every rank
+   *  switches at the same step. Bucket ids and counts may change at those
+   *  steps (ask bagua_bucket_comm_tensor_bucket again). Needs flatten 0.
+   *  0 (default): bucket_bytes. Default BAGUA_BUCKET_AUTO (0). */
+  int auto_bucket_bytes;
 } bagua_bucket_config;
 
 /** Static initializer: bucket_bytes BAGUA_BUCKET_DEFAULT_BYTES (not the
- *  environment), flatten 0, exact allreduce; op MPI_OP_NULL means BAGUA_AVG. */
-#define BAGUA_BUCKET_CONFIG_INITIALIZER                           \
-  {                                                               \
-    sizeof(bagua_bucket_config), BAGUA_BUCKET_DEFAULT_BYTES, 0, { \
-      BAGUA_ALGORITHM_EXACT, MPI_OP_NULL                          \
-    }                                                             \
+ *  environment), flatten 0, exact allreduce, auto_bucket_bytes 0; op
+ *  MPI_OP_NULL means BAGUA_AVG. */
+#define BAGUA_BUCKET_CONFIG_INITIALIZER                         \
+  {                                                             \
+    sizeof(bagua_bucket_config), BAGUA_BUCKET_DEFAULT_BYTES, 0, \
+        {BAGUA_ALGORITHM_EXACT, MPI_OP_NULL}, 0                 \
   }
 
 /** A bucketed communicator (opaque handle). */
@@ -755,9 +764,10 @@ typedef struct bagua_bucket_comm_s bagua_bucket_comm;
 
 /**
  * Fills `config` with the defaults: bucket_bytes from BAGUA_BUCKET_BYTES
- * (default 10 MiB), flatten 0, exact allreduce with BAGUA_AVG. Local.
+ * (default 10 MiB), flatten 0, exact allreduce with BAGUA_AVG,
+ * auto_bucket_bytes from BAGUA_BUCKET_AUTO (default 0). Local.
  * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL config, or a bad
- *         BAGUA_BUCKET_BYTES), BAGUA_ERR_NOT_INITIALIZED.
+ *         BAGUA_BUCKET_BYTES or BAGUA_BUCKET_AUTO), BAGUA_ERR_NOT_INITIALIZED.
  */
 BAGUA_API int bagua_bucket_config_init(bagua_bucket_config *config);
 
@@ -776,7 +786,7 @@ BAGUA_API int bagua_bucket_config_init(bagua_bucket_config *config);
  * @param out    output: the new bucketed communicator (NULL on failure).
  * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (MPI_COMM_NULL, NULL out,
  *         struct_size not one this library knows, bucket_bytes 0, flatten not
- *         0/1, bad algorithm),
+ *         0/1, auto_bucket_bytes not 0/1 or 1 with flatten, bad algorithm),
  *         BAGUA_ERR_UNSUPPORTED_OP, BAGUA_ERR_THREAD_LEVEL (mpi transport
  *         without MPI_THREAD_MULTIPLE), BAGUA_ERR_TRANSPORT,
  *         BAGUA_ERR_NOT_INITIALIZED, BAGUA_ERR_OUT_OF_MEMORY.

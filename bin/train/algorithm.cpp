@@ -84,7 +84,9 @@ class BucketedGradientAverage : public Algorithm {
     config.algorithm = {algorithm, BAGUA_AVG};
     check(bagua_bucket_comm_create(comm, &config, &bc_), "bagua_bucket_comm_create");
     register_tensors(tensors);
-    count_bytes_per_step(tensors, comm, algorithm);
+    tensors_.assign(tensors.begin(), tensors.end());
+    comm_ = comm;
+    algorithm_ = algorithm;
   }
   ~BucketedGradientAverage() override { bagua_bucket_comm_destroy(&bc_); }
 
@@ -95,7 +97,7 @@ class BucketedGradientAverage : public Algorithm {
   void after_backward(std::span<float> grads) override {
     (void)grads;  // averaged in place, tensor by tensor
     check(bagua_bucket_comm_wait_all(bc_), "bagua_bucket_comm_wait_all");
-    bytes_ += bytes_per_step_;
+    bytes_ += step_bytes();
   }
   uint64_t bytes_sent() const override { return bytes_; }
   bool keeps_replicas_identical() const override { return true; }
@@ -113,23 +115,28 @@ class BucketedGradientAverage : public Algorithm {
           "bagua_bucket_comm_finalize_registration");
   }
 
-  // Each bucket runs one collective per step on all its tensors' elements.
-  void count_bytes_per_step(std::span<const GradientTensor> tensors, MPI_Comm comm,
-                            bagua_algorithm algorithm) {
-    std::vector<size_t> bucket_counts(size_t(buckets_), 0);
-    for (const GradientTensor &t : tensors) {
+  // Each bucket runs one collective per step on all its tensors' elements (the buckets of
+  // the step just waited for: an automatic bucket size changes them in the first steps).
+  uint64_t step_bytes() {
+    std::vector<size_t> bucket_counts(tensors_.size(), 0);
+    for (const GradientTensor &t : tensors_) {
       int bucket = 0;
       check(bagua_bucket_comm_tensor_bucket(bc_, ids_.at({t.layer, t.bias}), &bucket),
             "bagua_bucket_comm_tensor_bucket");
       bucket_counts[size_t(bucket)] += t.values.size();
     }
-    for (size_t count : bucket_counts) bytes_per_step_ += allreduce_bytes(algorithm, count, comm);
+    uint64_t bytes = 0;
+    for (size_t count : bucket_counts)
+      if (count > 0) bytes += allreduce_bytes(algorithm_, count, comm_);
+    return bytes;
   }
 
   bagua_bucket_comm_t bc_ = nullptr;
   std::map<std::pair<int, bool>, int> ids_;  // (layer, bias) -> tensor id
   int buckets_ = 0;
-  uint64_t bytes_per_step_ = 0;
+  std::vector<GradientTensor> tensors_;  // a copy: the caller's list is temporary
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  bagua_algorithm algorithm_ = BAGUA_ALGORITHM_EXACT;
   uint64_t bytes_ = 0;
 };
 

@@ -1,5 +1,8 @@
 // C entry points of the bucketed communicator and the nonblocking
 // collectives.
+#include <cstddef>
+#include <cstring>
+
 #include "../base/env.hpp"
 #include "../core/bucket_comm.hpp"
 #include "../core/nonblocking.hpp"
@@ -47,21 +50,46 @@ Status config_init(bagua_bucket_config *config) {
   if (config == nullptr) return fail(BAGUA_ERR_INVALID_ARGUMENT, "config is NULL");
   int64_t bytes = 0;
   BAGUA_TRY(env_int("BAGUA_BUCKET_BYTES", 1, int64_t{1} << 40, &bytes));
+  int64_t automatic = 0;
+  BAGUA_TRY(env_int("BAGUA_BUCKET_AUTO", 0, 1, &automatic));
   *config = BAGUA_BUCKET_CONFIG_INITIALIZER;
   config->bucket_bytes = static_cast<size_t>(bytes);
+  config->auto_bucket_bytes = static_cast<int>(automatic);
   config->algorithm.op = runtime_avg_op();
   return BAGUA_SUCCESS;
 }
 
-Status check_config(const bagua_bucket_config &c) {
-  if (c.struct_size != sizeof(bagua_bucket_config))
+// The sizes of bagua_bucket_config this library knows: the current one and
+// the one before auto_bucket_bytes was appended.
+constexpr size_t kConfigBeforeAuto = offsetof(bagua_bucket_config, auto_bucket_bytes);
+
+// The caller's config over the defaults, as many bytes as the caller knows.
+Status read_config(const bagua_bucket_config *config, bagua_bucket_config *c) {
+  BAGUA_TRY(config_init(c));
+  if (config == nullptr) return BAGUA_SUCCESS;
+  if (config->struct_size != sizeof(bagua_bucket_config) &&
+      config->struct_size != kConfigBeforeAuto)
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
                 "config->struct_size is %zu, not sizeof(bagua_bucket_config) = %zu; fill the "
                 "config with bagua_bucket_config_init or BAGUA_BUCKET_CONFIG_INITIALIZER",
-                c.struct_size, sizeof(bagua_bucket_config));
+                config->struct_size, sizeof(bagua_bucket_config));
+  if (config->struct_size == kConfigBeforeAuto) c->auto_bucket_bytes = 0;
+  std::memcpy(c, config, config->struct_size);
+  c->struct_size = sizeof(bagua_bucket_config);
+  return BAGUA_SUCCESS;
+}
+
+Status check_config(const bagua_bucket_config &c) {
   if (c.bucket_bytes == 0) return fail(BAGUA_ERR_INVALID_ARGUMENT, "config->bucket_bytes is 0");
   if (c.flatten != 0 && c.flatten != 1)
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "config->flatten is %d, not 0 or 1", c.flatten);
+  if (c.auto_bucket_bytes != 0 && c.auto_bucket_bytes != 1)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "config->auto_bucket_bytes is %d, not 0 or 1",
+                c.auto_bucket_bytes);
+  if (c.auto_bucket_bytes == 1 && c.flatten == 1)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "config->auto_bucket_bytes needs flatten 0: flattened tensors cannot move to "
+                "the buckets of another size");
   return BAGUA_SUCCESS;
 }
 
@@ -75,10 +103,9 @@ Status bucket_comm_create(MPI_Comm comm, const bagua_bucket_config *config,
   if (MPI_Comm_test_inter(comm, &is_inter) != MPI_SUCCESS || is_inter)
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "comm is not a valid intra-communicator");
   bagua_bucket_config c;
-  BAGUA_TRY(config_init(&c));
-  if (config != nullptr) c = *config;
+  BAGUA_TRY(read_config(config, &c));
   BAGUA_TRY(check_config(c));
-  BucketConfig internal{c.bucket_bytes, c.flatten == 1, {}};
+  BucketConfig internal{c.bucket_bytes, c.flatten == 1, {}, c.auto_bucket_bytes == 1};
   BAGUA_TRY(algorithm_from_c(c.algorithm, &internal.algorithm));
   auto handle = std::make_unique<bagua_bucket_comm_s>();
   BAGUA_TRY(BucketComm::create(comm, internal, &handle->impl));

@@ -65,6 +65,10 @@ constexpr EnvVar kVars[] = {
     {"BAGUA_BUCKET_BYTES", "10485760",
      "Bucketed communicator: default byte cap of a bucket (bagua_bucket_config_init); "
      "10 MiB as BAGUA."},
+    {"BAGUA_BUCKET_AUTO", "0",
+     "Bucketed communicator: 1 = automatic bucket size by default (bagua_bucket_config_init): "
+     "the first steps try caps of 1 .. 64 MiB and keep the fastest, agreed by all ranks "
+     "(doc/buckets.md); 0 = BAGUA_BUCKET_BYTES."},
     {"BAGUA_TIMELINE", "",
      "Bucketed communicator: if set, each rank writes a Chrome-tracing JSON of every "
      "bucket's ready/start/encode/decode/end to this name with .rank<R> before .json.",

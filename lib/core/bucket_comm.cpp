@@ -1,5 +1,7 @@
 #include "bucket_comm.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "../transport/mpi_bounded.hpp"
@@ -88,15 +90,31 @@ Status BucketComm::register_tensor(void *ptr, size_t count, DType t, int *id) {
 // Fills buckets in registration order: a bucket is closed when the next
 // tensor has another datatype or would take it past the byte cap (a tensor
 // larger than the cap gets a bucket of its own).
-void BucketComm::form_buckets() {
+std::vector<size_t> BucketComm::bucket_starts(size_t cap) const {
+  std::vector<size_t> starts;
+  size_t filled = 0;
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const Tensor &t = tensors_[i];
+    const size_t bytes = t.count * dtype_size(t.dtype);
+    const bool fits = i > 0 && tensors_[i - 1].dtype == t.dtype && filled + bytes <= cap;
+    if (!fits) {
+      starts.push_back(i);
+      filled = 0;
+    }
+    filled += bytes;
+  }
+  return starts;
+}
+
+void BucketComm::form_buckets(size_t cap) {
+  const std::vector<size_t> starts = bucket_starts(cap);
+  size_t next_start = 0;
   for (size_t i = 0; i < tensors_.size(); ++i) {
     Tensor &t = tensors_[i];
-    const size_t bytes = t.count * dtype_size(t.dtype);
-    const bool fits = !buckets_.empty() && buckets_.back().dtype == t.dtype &&
-                      (buckets_.back().count * dtype_size(t.dtype) + bytes <= config_.bucket_bytes);
-    if (!fits) {
+    if (next_start < starts.size() && starts[next_start] == i) {
       buckets_.emplace_back();
       buckets_.back().dtype = t.dtype;
+      next_start++;
     }
     Bucket &b = buckets_.back();
     t.bucket = static_cast<int>(buckets_.size() - 1);
@@ -183,7 +201,7 @@ Status BucketComm::finalize_registration(void **addresses, int *num_buckets) {
   if (tensors_.empty())
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
                 "bagua_bucket_comm_finalize_registration: no tensor was registered");
-  form_buckets();
+  form_buckets(config_.bucket_bytes);
   const Status s = check_buckets();
   if (s != BAGUA_SUCCESS) {
     buckets_.clear();  // registration stays open
@@ -194,8 +212,60 @@ Status BucketComm::finalize_registration(void **addresses, int *num_buckets) {
   for (size_t i = 0; i < buckets_.size(); ++i)
     timeline.name_track({timeline_id_, static_cast<int>(i)});
   finalized_ = true;
+  all_choice_ = config_.algorithm;
+  if (config_.auto_bucket_bytes) BAGUA_TRY(start_tuning());
   *num_buckets = static_cast<int>(buckets_.size());
   return BAGUA_SUCCESS;
+}
+
+// The candidate caps: the configured one and the defaults, ascending,
+// without those that form the same buckets as a smaller one or more buckets
+// than there are tag slots.
+Status BucketComm::start_tuning() {
+  std::vector<size_t> caps = default_bucket_candidates();
+  caps.push_back(config_.bucket_bytes);
+  std::sort(caps.begin(), caps.end());
+  std::vector<size_t> kept;
+  std::vector<std::vector<size_t>> layouts;
+  for (size_t cap : caps) {
+    std::vector<size_t> starts = bucket_starts(cap);
+    if (starts.size() > comm_->tags().slots()) continue;
+    if (std::find(layouts.begin(), layouts.end(), starts) != layouts.end()) continue;
+    layouts.push_back(std::move(starts));
+    kept.push_back(cap);
+  }
+  tuner_ = std::make_unique<BucketSizeTuner>(kept, kTuneWarmupSteps, kTuneTimedSteps);
+  step_end_ = TimelineClock::now();
+  return tuner_->current() != config_.bucket_bytes ? rebucket(tuner_->current()) : BAGUA_SUCCESS;
+}
+
+// The buckets of another cap, between steps (every bucket collecting).
+Status BucketComm::rebucket(size_t cap) {
+  buckets_.clear();
+  form_buckets(cap);
+  for (Bucket &b : buckets_) BAGUA_TRY(build_algorithm(b, all_choice_));
+  lay_out_storage(nullptr);
+  for (size_t i = 0; i < buckets_.size(); ++i)
+    Timeline::get().name_track({timeline_id_, static_cast<int>(i)});
+  return BAGUA_SUCCESS;
+}
+
+// A step ended (wait_all): the tuner gets its time; the decision agrees the
+// ranks' mean times with an allreduce under MAX.
+Status BucketComm::end_step() {
+  if (tuner_ == nullptr || !tuner_->tuning()) return BAGUA_SUCCESS;
+  const auto now = TimelineClock::now();
+  const double seconds = std::chrono::duration<double>(now - step_end_).count();
+  step_end_ = now;
+  Status agreed = BAGUA_SUCCESS;
+  const auto agree = [&](std::vector<double> &means) {
+    if (MPI_Allreduce(MPI_IN_PLACE, means.data(), static_cast<int>(means.size()), MPI_DOUBLE,
+                      MPI_MAX, comm_->dup_comm()) != MPI_SUCCESS)
+      agreed = fail(BAGUA_ERR_TRANSPORT, "bucket size tuning: MPI_Allreduce failed");
+  };
+  const bool changed = tuner_->on_step(seconds, agree);
+  BAGUA_TRY(comm_->record(agreed));
+  return changed ? rebucket(tuner_->current()) : BAGUA_SUCCESS;
 }
 
 Status BucketComm::check_bucket(int bucket) const {
@@ -227,6 +297,11 @@ Status BucketComm::tensor_bucket(int tensor, int *bucket) {
 
 Status BucketComm::set_algorithm(int bucket, BucketAlgorithmChoice choice) {
   if (bucket != -1) BAGUA_TRY(check_bucket(bucket));
+  if (bucket != -1 && tuner_ != nullptr && tuner_->tuning())
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "bucket %d: while the bucket size is being tuned (auto_bucket_bytes) buckets "
+                "change between steps; set the algorithm of all buckets (-1)",
+                bucket);
   if (!finalized_) BAGUA_TRY(check_bucket(0));
   std::lock_guard lock(mutex_);
   const size_t first = bucket == -1 ? 0 : static_cast<size_t>(bucket);
@@ -245,6 +320,7 @@ Status BucketComm::set_algorithm(int bucket, BucketAlgorithmChoice choice) {
       return fail(s, "bucket %zu: %s", i, std::string(last_error_message()).c_str());
   }
   for (size_t i = first; i < last; ++i) BAGUA_TRY(build_algorithm(buckets_[i], choice));
+  if (bucket == -1) all_choice_ = choice;
   return BAGUA_SUCCESS;
 }
 
@@ -416,7 +492,7 @@ Status BucketComm::wait_all() {
       message = last_error_message();
     }
   }
-  if (first == BAGUA_SUCCESS) return BAGUA_SUCCESS;
+  if (first == BAGUA_SUCCESS) return end_step();
   return fail(first, "%s", message.c_str());
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bucket_tuner.hpp"
 #include "call.hpp"
 #include "comm.hpp"
 #include "select.hpp"
@@ -33,7 +34,11 @@ struct BucketConfig {
   size_t bucket_bytes;
   bool flatten;
   BucketAlgorithmChoice algorithm;
+  bool auto_bucket_bytes = false;  // tune the cap during the first steps (not with flatten)
 };
+
+// Steps per candidate cap while tuning: one warm-up, then the timed ones.
+constexpr int kTuneWarmupSteps = 1, kTuneTimedSteps = 2;
 
 class BucketComm {
  public:
@@ -87,7 +92,12 @@ class BucketComm {
   Status check_tensor(int tensor) const;
   Status check_layout_agrees();
   Status check_buckets();
-  void form_buckets();
+  // The first tensor of each bucket that a cap of `cap` bytes forms.
+  std::vector<size_t> bucket_starts(size_t cap) const;
+  void form_buckets(size_t cap);
+  Status start_tuning();
+  Status end_step();
+  Status rebucket(size_t cap);
   void lay_out_storage(void **addresses);
   Status build_algorithm(Bucket &b, BucketAlgorithmChoice choice);
   void submit(int bucket);
@@ -107,6 +117,9 @@ class BucketComm {
   std::map<uintptr_t, int> by_address_;  // start address -> tensor, for overlap checks
   std::vector<Bucket> buckets_;
   bool finalized_ = false;
+  BucketAlgorithmChoice all_choice_;        // the algorithm of every bucket, for re-bucketing
+  std::unique_ptr<BucketSizeTuner> tuner_;  // with auto_bucket_bytes
+  TimelineClock::time_point step_end_;      // when the last step ended
 
   std::mutex mutex_;  // guards tensors' ready flags and buckets' states
   std::condition_variable changed_;

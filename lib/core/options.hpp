@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "../base/status.hpp"
+#include "cost_model.hpp"
 
 namespace bagua {
 
@@ -40,7 +41,7 @@ struct Options {
   TransportKind transport = TransportKind::mpi;
   int64_t timeout_ms = 120000;
   AllreduceAlgo allreduce_algo = AllreduceAlgo::automatic;
-  size_t ring_threshold_bytes = 65536;
+  size_t ring_threshold_bytes = default_ring_threshold();
   size_t segment_bytes = 1 << 20;
   int64_t tag_ub = 0;       // 0: the transport's largest tag
   bool check_calls = true;  // ranks agree on each call before data moves

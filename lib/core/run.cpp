@@ -267,22 +267,29 @@ Status message_bytes(const Call &call, const Options &options, size_t *bytes) {
   return BAGUA_SUCCESS;
 }
 
+size_t schedule_bytes_sent(const Call &call, Schedule schedule, int rank, int ranks,
+                           const Options &options) {
+  size_t bytes = 0;
+  switch (schedule) {
+    case Schedule::ring: bytes = ring_bytes_sent(call.count, call.dtype, rank, ranks); break;
+    case Schedule::recursive_doubling:
+      bytes = recursive_doubling_bytes_sent(call.count, call.dtype, rank, ranks);
+      break;
+    default:
+      bytes = bytegrad_bytes_sent(*sizing_codec(call, ranks, options), call.count, rank, ranks,
+                                  options.segment_bytes);
+  }
+  if (options.check_calls && ranks > 1)
+    bytes += recursive_doubling_bytes_sent(2, DType::f64, rank, ranks);  // agree_on_call
+  return bytes;
+}
+
 Status flat_bytes_sent(const Call &call, int rank, int ranks, const Options &options,
                        size_t *bytes) {
   Schedule schedule;
   BAGUA_TRY(select_schedule(SelectionSettings::from(options), Family::iallreduce, call.wire,
                             call.count * dtype_size(call.dtype), call.memory, &schedule));
-  switch (schedule) {
-    case Schedule::ring: *bytes = ring_bytes_sent(call.count, call.dtype, rank, ranks); break;
-    case Schedule::recursive_doubling:
-      *bytes = recursive_doubling_bytes_sent(call.count, call.dtype, rank, ranks);
-      break;
-    default:
-      *bytes = bytegrad_bytes_sent(*sizing_codec(call, ranks, options), call.count, rank, ranks,
-                                   options.segment_bytes);
-  }
-  if (options.check_calls && ranks > 1)
-    *bytes += recursive_doubling_bytes_sent(2, DType::f64, rank, ranks);  // agree_on_call
+  *bytes = schedule_bytes_sent(call, schedule, rank, ranks, options);
   return BAGUA_SUCCESS;
 }
 

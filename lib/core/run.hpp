@@ -102,7 +102,10 @@ Status run_group_average(Communicator &c, const Call &call, std::span<const int>
 Status message_bytes(const Call &call, const Options &options, size_t *bytes);
 
 // Bytes `rank` of `ranks` sends in a flat call of `call`'s wire format, size
-// and type, with the schedule the policy selects.
+// and type with `schedule` (its call check included).
+size_t schedule_bytes_sent(const Call &call, Schedule schedule, int rank, int ranks,
+                           const Options &options);
+// The same with the schedule the policy selects.
 Status flat_bytes_sent(const Call &call, int rank, int ranks, const Options &options,
                        size_t *bytes);
 

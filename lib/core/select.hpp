@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "call.hpp"
+#include "cost_model.hpp"
 #include "options.hpp"
 
 namespace bagua {
@@ -25,7 +26,7 @@ enum class Schedule : uint8_t {
 // BAGUA_HIERARCHICAL).
 struct SelectionSettings {
   AllreduceAlgo exact_algo = AllreduceAlgo::automatic;
-  size_t ring_threshold_bytes = 65536;
+  size_t ring_threshold_bytes = default_ring_threshold();  // the cost model's crossover
   bool hierarchical = false;
 
   static SelectionSettings from(const Options &o) {

@@ -428,3 +428,102 @@ TEST_CASE("buckets: a default algorithm a bucket cannot run fails finalize, whic
                      BAGUA_ERR_UNSUPPORTED_DATATYPE, "bucket 0");
   bagua_bucket_comm_destroy(&bc);
 }
+
+namespace {
+
+// 1 + the largest bucket id of any tensor: the number of buckets now.
+int bucket_count(bagua_bucket_comm_t bc, int tensors) {
+  int most = -1;
+  for (int t = 0; t < tensors; ++t) {
+    int b = -1;
+    REQUIRE(bagua_bucket_comm_tensor_bucket(bc, t, &b) == BAGUA_SUCCESS);
+    most = std::max(most, b);
+  }
+  return most + 1;
+}
+
+}  // namespace
+
+TEST_CASE("buckets: the automatic bucket size tries 1 and 2 MiB and every rank keeps one",
+          "[buckets][auto]") {
+  const int rank = test::world_rank(), n = test::world_size();
+  // Four tensors of 512 KiB: a 1 MiB cap forms 2 buckets, 2 MiB one; the
+  // larger caps and the 10 MiB default form the same one, so are not tried.
+  constexpr int kTensors = 4;
+  constexpr size_t kElems = 128 * 1024;
+  std::vector<std::vector<float>> storage(kTensors, std::vector<float>(kElems));
+  bagua_bucket_config config;
+  REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
+  CHECK(config.auto_bucket_bytes == 0);
+  config.auto_bucket_bytes = 1;
+  config.algorithm.op = MPI_SUM;
+  bagua_bucket_comm_t bc = nullptr;
+  REQUIRE(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc) == BAGUA_SUCCESS);
+  for (int t = 0; t < kTensors; ++t) {
+    int id = -1;
+    REQUIRE(bagua_bucket_comm_register(bc, storage[t].data(), int(kElems), MPI_FLOAT, &id) ==
+            BAGUA_SUCCESS);
+  }
+  int buckets = 0;
+  REQUIRE(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets) == BAGUA_SUCCESS);
+  CHECK(buckets == 2);  // the first candidate, 1 MiB
+  const bagua_bucket_algorithm_config exact{BAGUA_ALGORITHM_EXACT, MPI_SUM};
+  test::expect_error(bagua_bucket_comm_set_algorithm(bc, 0, &exact), BAGUA_ERR_INVALID_ARGUMENT,
+                     "tuned");
+  // One warm-up and two timed steps per candidate, then the agreed choice.
+  const std::vector<int> trial_buckets = {2, 2, 2, 1, 1, 1};
+  std::vector<int> seen;
+  for (int step = 0; step < 10; ++step) {
+    seen.push_back(bucket_count(bc, kTensors));
+    for (int t = 0; t < kTensors; ++t)
+      for (size_t i = 0; i < kElems; ++i) storage[t][i] = input(rank, t, i, step);
+    for (int t : ready_order(kTensors, rank, step))
+      REQUIRE(bagua_bucket_comm_mark_ready(bc, t) == BAGUA_SUCCESS);
+    REQUIRE(bagua_bucket_comm_wait_all(bc) == BAGUA_SUCCESS);
+    bool exact_sums = true;
+    for (int t = 0; t < kTensors; ++t)
+      for (size_t i = 0; i < kElems; i += 97)
+        exact_sums = exact_sums && storage[t][i] == expected_sum(n, t, i, step);
+    CHECK(test::all_ranks(exact_sums));
+  }
+  CHECK(std::vector<int>(seen.begin(), seen.begin() + 6) == trial_buckets);
+  // After the decision the layout stays, and is the same on every rank.
+  const int chosen = seen[6];
+  CHECK((chosen == 1 || chosen == 2));
+  CHECK(seen[9] == chosen);
+  int low = chosen, high = chosen;
+  MPI_Allreduce(MPI_IN_PLACE, &low, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &high, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  CHECK(low == high);
+  REQUIRE(bagua_bucket_comm_set_algorithm(bc, 0, &exact) == BAGUA_SUCCESS);
+  bagua_bucket_comm_destroy(&bc);
+}
+
+TEST_CASE("buckets: automatic bucket size: bad settings are refused; old configs still work",
+          "[buckets][auto][errors]") {
+  bagua_bucket_config config;
+  bagua_bucket_comm_t bc = nullptr;
+  REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
+  config.auto_bucket_bytes = 2;
+  test::expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc),
+                     BAGUA_ERR_INVALID_ARGUMENT, "auto_bucket_bytes is 2");
+  config.auto_bucket_bytes = 1;
+  config.flatten = 1;
+  test::expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc),
+                     BAGUA_ERR_INVALID_ARGUMENT, "needs flatten 0");
+  setenv("BAGUA_BUCKET_AUTO", "yes", 1);
+  test::expect_error(bagua_bucket_config_init(&config), BAGUA_ERR_INVALID_ARGUMENT,
+                     "BAGUA_BUCKET_AUTO");
+  setenv("BAGUA_BUCKET_AUTO", "1", 1);
+  REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
+  CHECK(config.auto_bucket_bytes == 1);
+  unsetenv("BAGUA_BUCKET_AUTO");
+  // A caller compiled before auto_bucket_bytes existed: its struct ends before it.
+  REQUIRE(bagua_bucket_config_init(&config) == BAGUA_SUCCESS);
+  config.struct_size = offsetof(bagua_bucket_config, auto_bucket_bytes);
+  REQUIRE(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc) == BAGUA_SUCCESS);
+  bagua_bucket_comm_destroy(&bc);
+  config.struct_size = 3;
+  test::expect_error(bagua_bucket_comm_create(MPI_COMM_WORLD, &config, &bc),
+                     BAGUA_ERR_INVALID_ARGUMENT, "struct_size");
+}

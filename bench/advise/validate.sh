@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Validates bagua-advise against the real collectives on emulated networks
+# (bench/netemu.sh, one rank per emulated host): for each rate, rank count
+# and size, runs bagua-advise --csv and bagua-bench-compressed, and prints
+# predicted and measured milliseconds per call for ring (exact), q8, fp16 and
+# sign, the ratio, and whether the recommended algorithm is within 10% of
+# the fastest measured one.
+#
+# usage: bench/advise/validate.sh [-b BUILD] [-r "RATES"] [-n "RANKS"] [-s "MIB"]
+#   defaults (reduced, a few minutes): -r "1gbit" -n "4" -s "16"
+#   full: -r "100mbit 1gbit 10gbit" -n "2 4 8" -s "1 16 64"
+# Needs root (netemu.sh). Run under flock /tmp/bagua-measure.lock.
+set -euo pipefail
+BUILD=build
+RATES="1gbit"
+RANKS="4"
+SIZES="16"
+while getopts "b:r:n:s:h" opt; do
+  case $opt in
+    b) BUILD=$OPTARG ;;
+    r) RATES=$OPTARG ;;
+    n) RANKS=$OPTARG ;;
+    s) SIZES=$OPTARG ;;
+    *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  esac
+done
+here=$(cd "$(dirname "$0")/../.." && pwd)
+advise=$BUILD/bin/bagua-advise
+bench=$BUILD/bench/compressed/bagua-bench-compressed
+for tool in "$advise" "$bench"; do
+  [[ -x $tool ]] || { echo "validate: $tool not built" >&2; exit 1; }
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+printf '%-7s %5s %6s %-6s %12s %12s %7s %s\n' rate ranks MiB algo predicted_ms measured_ms ratio note
+for rate in $RATES; do
+  for n in $RANKS; do
+    for mib in $SIZES; do
+      bytes=$((mib << 20))
+      "$here/bench/netemu.sh" -n "$n" -r "$rate" -- "$advise" --model-bytes "$bytes" \
+        --ranks-per-node 1 --csv >"$tmp/advise.csv" 2>"$tmp/advise.err" ||
+        { cat "$tmp/advise.err" >&2; exit 1; }
+      "$here/bench/netemu.sh" -n "$n" -r "$rate" -- "$bench" -s "$mib" -i 3 -w 1 \
+        -a bagua,q8,fp16,sign >"$tmp/bench.txt" 2>"$tmp/bench.err" ||
+        { cat "$tmp/bench.err" >&2; exit 1; }
+      # measured: algorithm -> ms (column 4 names it, column 5 is microseconds)
+      awk '!/^#/ && NF >= 9 { name = ($4 == "bagua") ? "ring" : $4; print name, $5 / 1000 }' \
+        "$tmp/bench.txt" >"$tmp/measured"
+      awk -F, '$1 == "measured" { print $3, $4 * 1000, $6 }' "$tmp/advise.csv" >"$tmp/predicted"
+      awk -v rate="$rate" -v n="$n" -v mib="$mib" '
+        FNR == NR { measured[$1] = $2; if (best == "" || $2 < best) best = $2; next }
+        ($1 in measured) {
+          ratio = $2 / measured[$1]
+          note = ($3 == "recommended") ? "recommended" : ""
+          if (note != "") note = note ((measured[$1] <= 1.10 * best) ? ", within 10% of fastest" : ", NOT within 10% of fastest")
+          printf "%-7s %5d %6d %-6s %12.1f %12.1f %7.2f %s\n", rate, n, mib, $1, $2, measured[$1], ratio, note
+        }
+        $3 == "recommended" && !($1 in measured) { printf "%-7s %5d %6d %-6s recommended (not measured here)\n", rate, n, mib, $1 }
+      ' "$tmp/measured" "$tmp/predicted"
+    done
+  done
+done

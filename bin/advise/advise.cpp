@@ -1,0 +1,477 @@
+#include "advise.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <set>
+
+#include "algo/reduce.hpp"
+#include "core/options.hpp"
+#include "core/run.hpp"
+
+namespace bagua::advise {
+namespace {
+
+constexpr size_t kProbeBytes = size_t(4) << 20;   // large messages
+constexpr size_t kCodecBytes = size_t(16) << 20;  // codec buffers: larger than caches
+constexpr int kLatencyRounds = 20;
+
+double now() { return MPI_Wtime(); }
+
+Status parse_size(const char *flag, const char *text, size_t *out) {
+  char *end = nullptr;
+  errno = 0;
+  const double value = std::strtod(text, &end);
+  double scale = 1;
+  if (end != text && *end != '\0') {
+    switch (*end) {
+      case 'K': scale = 1024.0; break;
+      case 'M': scale = 1024.0 * 1024; break;
+      case 'G': scale = 1024.0 * 1024 * 1024; break;
+      default: scale = 0;
+    }
+    if (end[1] != '\0') scale = 0;
+  }
+  if (end == text || errno != 0 || scale == 0 || !(value * scale >= 4) || value * scale > 0x1p40)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "%s '%s': give bytes, 4 .. 1T, with an optional K, M or G suffix", flag, text);
+  *out = size_t(value * scale) / 4 * 4;
+  return BAGUA_SUCCESS;
+}
+
+Status parse_count(const char *flag, const char *text, int lo, int hi, int *out) {
+  char *end = nullptr;
+  errno = 0;
+  const long value = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || errno != 0 || value < lo || value > hi)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s '%s': give an integer %d .. %d", flag, text, lo,
+                hi);
+  *out = int(value);
+  return BAGUA_SUCCESS;
+}
+
+// Rank 0 and `peer` bounce `bytes` back and forth; the others skip. Returns
+// the median one-way time (0 on ranks not taking part).
+double ping_pong(MPI_Comm comm, int peer, size_t bytes, int rounds) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::vector<char> buffer(bytes);
+  std::vector<double> times;
+  if (rank != 0 && rank != peer) return 0;
+  const int other = rank == 0 ? peer : 0;
+  // Warm-up round first, then the timed ones.
+  for (int i = 0; i <= rounds; ++i) {
+    const double begin = now();
+    if (rank == 0) {
+      MPI_Send(buffer.data(), int(bytes), MPI_BYTE, other, 0, comm);
+      MPI_Recv(buffer.data(), int(bytes), MPI_BYTE, other, 0, comm, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Recv(buffer.data(), int(bytes), MPI_BYTE, other, 0, comm, MPI_STATUS_IGNORE);
+      MPI_Send(buffer.data(), int(bytes), MPI_BYTE, other, 0, comm);
+    }
+    if (i > 0) times.push_back((now() - begin) / 2);
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// Every rank of `ring` sends `bytes` right while receiving from the left, as
+// a ring step does; the slowest rank's best of three.
+double ring_exchange(MPI_Comm ring, size_t bytes) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(ring, &rank);
+  MPI_Comm_size(ring, &size);
+  std::vector<char> out(bytes), in(bytes);
+  double best = 1e30;
+  for (int i = 0; i < 4; ++i) {
+    MPI_Barrier(ring);
+    const double begin = now();
+    MPI_Sendrecv(out.data(), int(bytes), MPI_BYTE, (rank + 1) % size, 1, in.data(), int(bytes),
+                 MPI_BYTE, (rank + size - 1) % size, 1, ring, MPI_STATUS_IGNORE);
+    double t = now() - begin;
+    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, ring);
+    if (i > 0) best = std::min(best, t);
+  }
+  return best;
+}
+
+// Every rank sends `message` bytes to every other at once (ByteGrad's
+// scatter); the slowest rank's best of three.
+double alltoall_exchange(MPI_Comm comm, size_t message) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  std::vector<char> out(message * size), in(message * size);
+  std::vector<MPI_Request> requests;
+  double best = 1e30;
+  for (int i = 0; i < 4; ++i) {
+    MPI_Barrier(comm);
+    const double begin = now();
+    requests.clear();
+    // Receives first, then the sends, each peer starting from the right.
+    for (int k = 1; k < size; ++k) {
+      const int peer = (rank + size - k) % size;
+      requests.emplace_back();
+      MPI_Irecv(in.data() + peer * message, int(message), MPI_BYTE, peer, 2, comm,
+                &requests.back());
+    }
+    for (int k = 1; k < size; ++k) {
+      const int peer = (rank + k) % size;
+      requests.emplace_back();
+      MPI_Isend(out.data() + peer * message, int(message), MPI_BYTE, peer, 2, comm,
+                &requests.back());
+    }
+    MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+    double t = now() - begin;
+    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
+    if (i > 0) best = std::min(best, t);
+  }
+  return best;
+}
+
+// The codec of `wire` as the library builds it for a float32 call.
+struct CodecUnderTest {
+  SignFeedback feedback;
+  std::unique_ptr<ChunkCodec> codec;
+  CodecUnderTest(Wire wire, size_t count, int ranks, const Options &options)
+      : feedback{MPI_COMM_NULL, count, std::vector<float>(count), std::vector<float>(count)} {
+    Call call{};
+    call.family = Family::allreduce;
+    call.wire = wire;
+    call.count = count;
+    call.dtype = DType::f32;
+    call.op = ReduceOp::avg;
+    call.memory = Memory::host;
+    call.feedback = &feedback;
+    codec = make_call_codec(call, ranks, options);
+  }
+};
+
+// Best-of-three time of `body`, run by every rank at once (so the rates
+// include the contention of ranks sharing cores), the slowest rank's.
+template <class Body>
+double timed_on_all(MPI_Comm comm, Body body) {
+  double best = 1e30;
+  for (int i = 0; i < 3; ++i) {
+    MPI_Barrier(comm);
+    const double begin = now();
+    body();
+    best = std::min(best, now() - begin);
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &best, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return best;
+}
+
+std::vector<float> gradient_like(size_t count) {
+  std::vector<float> v(count);
+  for (size_t i = 0; i < count; ++i) v[i] = std::sin(0.001f * float(i)) * 1e-3f;
+  return v;
+}
+
+void measure_codecs(MPI_Comm comm, const Options &options, Measurement *m) {
+  const size_t count = kCodecBytes / 4;
+  const std::vector<float> src = gradient_like(count);
+  std::vector<float> acc(count), sum(count);
+  const double sum_s = timed_on_all(comm, [&] {
+    reduce_combine(sum.data(), sum.data(), src.data(), count, DType::f32, ReduceOp::sum);
+  });
+  m->params.reduce_bytes_per_s = double(kCodecBytes) / sum_s;
+  std::set<Wire> wires;
+  for (const AlgorithmRow &row : algorithm_rows())
+    if (row.wire != Wire::exact) wires.insert(row.wire);
+  for (Wire w : wires) {
+    CodecUnderTest c(w, count, 2, options);
+    std::vector<unsigned char> encoded(c.codec->encoded_bytes(count));
+    const double enc = timed_on_all(comm, [&] {
+      c.codec->encode(ChunkCodec::Stage::contribution, 0, src.data(), DType::f32, count,
+                      encoded.data());
+    });
+    const double dec = timed_on_all(comm, [&] {
+      c.codec->decode_accumulate(encoded.data(), encoded.size(), count, acc.data());
+    });
+    m->params.codec[size_t(w)] = {double(kCodecBytes) / enc, double(kCodecBytes) / dec};
+  }
+  m->notes.push_back("codec and sum rates: " + std::to_string(kCodecBytes >> 20) +
+                     " MiB of float32 on every rank at once, the slowest rank's best of 3 (CPU; "
+                     "GPU codecs not measured)");
+}
+
+// Node of each rank: --ranks-per-node groups consecutive ranks, otherwise
+// the ranks sharing memory (MPI_Comm_split_type). Returns the node comm.
+MPI_Comm split_nodes(MPI_Comm comm, const Args &args, int *ranks_per_node) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  MPI_Comm node = MPI_COMM_NULL;
+  if (args.ranks_per_node > 0)
+    MPI_Comm_split(comm, rank / args.ranks_per_node, rank, &node);
+  else
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  int node_size = 1;
+  MPI_Comm_size(node, &node_size);
+  MPI_Allreduce(&node_size, ranks_per_node, 1, MPI_INT, MPI_MAX, comm);
+  return node;
+}
+
+// Latency from rank 0 to `peer` (ping-pong of 8 bytes), bandwidth from a
+// concurrent ring exchange over `ring` (what a ring step sees: both
+// directions at once, every rank busy).
+LinkCost measure_link(MPI_Comm comm, int peer, MPI_Comm ring) {
+  double latency = ping_pong(comm, peer, 8, kLatencyRounds);
+  MPI_Bcast(&latency, 1, MPI_DOUBLE, 0, comm);
+  double bandwidth = 0;
+  if (ring != MPI_COMM_NULL) {
+    const double t = ring_exchange(ring, kProbeBytes);
+    bandwidth = double(kProbeBytes) / std::max(t - latency, 1e-9);
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &bandwidth, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return {latency, bandwidth};
+}
+
+// Overlap: a ring exchange with the q8 encode of the same buffer run in
+// segments between MPI_Testall calls (as ByteGrad interleaves them),
+// against both alone.
+double measure_overlap(MPI_Comm ring, const Options &options) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(ring, &rank);
+  MPI_Comm_size(ring, &size);
+  const size_t count = kProbeBytes / 4, segment = options.segment_bytes / 4;
+  const std::vector<float> src = gradient_like(count);
+  CodecUnderTest c(Wire::q8, count, 2, options);
+  std::vector<unsigned char> encoded(c.codec->encoded_bytes(count));
+  std::vector<char> out(kProbeBytes), in(kProbeBytes);
+  const auto encode = [&](MPI_Request *requests) {
+    for (size_t begin = 0; begin < count; begin += segment) {
+      const size_t n = std::min(segment, count - begin);
+      c.codec->encode(ChunkCodec::Stage::contribution, begin, src.data() + begin, DType::f32, n,
+                      encoded.data());
+      int done = 0;
+      if (requests != nullptr) MPI_Testall(2, requests, &done, MPI_STATUSES_IGNORE);
+    }
+  };
+  const auto transfer = [&](bool with_encode) {
+    MPI_Request requests[2];
+    MPI_Irecv(in.data(), int(kProbeBytes), MPI_BYTE, (rank + size - 1) % size, 3, ring,
+              &requests[0]);
+    MPI_Isend(out.data(), int(kProbeBytes), MPI_BYTE, (rank + 1) % size, 3, ring, &requests[1]);
+    if (with_encode) encode(requests);
+    MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
+  };
+  const double t_encode = timed_on_all(ring, [&] { encode(nullptr); });
+  const double t_transfer = timed_on_all(ring, [&] { transfer(false); });
+  const double t_both = timed_on_all(ring, [&] { transfer(true); });
+  const double hidden = (t_encode + t_transfer - t_both) / std::min(t_encode, t_transfer);
+  return std::clamp(hidden, 0.0, 1.0);
+}
+
+// The all-to-all efficiency: the model's time of a 4 MiB all-to-all at the
+// measured link rate over the measured time.
+double measure_alltoall_efficiency(MPI_Comm comm, const CostParams &p) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  const size_t message = kProbeBytes / size_t(std::max(size - 1, 1));
+  const double t = alltoall_exchange(comm, message);
+  const LinkCost &link = p.flat_link();
+  const double latency = (size - 1) * link.latency_s;
+  // Invert t = latency + bytes / (rate x efficiency) for the efficiency.
+  const double transfer_ideal = (size - 1) * double(message) / link.bytes_per_s;
+  const int k = p.ranks_per_node;
+  const double network = p.nodes() > 1
+                             ? double(k) * (size - k) * double(message) / p.inter.bytes_per_s
+                             : transfer_ideal;
+  return std::clamp(network / std::max(t - latency, 1e-9), 0.05, 1.0);
+}
+
+}  // namespace
+
+const char *usage() {
+  return "usage: mpiexec -n RANKS bagua-advise --model-bytes SIZE [--ranks-per-node K]\n"
+         "                                    [--predict-ranks P] [--csv]\n"
+         "  SIZE: bytes of float32 gradients, with an optional K, M or G suffix\n";
+}
+
+Status parse_args(int argc, const char *const *argv, Args *out) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--csv") {
+      a.csv = true;
+      continue;
+    }
+    if (flag != "--model-bytes" && flag != "--ranks-per-node" && flag != "--predict-ranks")
+      return fail(BAGUA_ERR_INVALID_ARGUMENT, "unknown option '%s'", argv[i]);
+    if (i + 1 >= argc) return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s needs a value", argv[i]);
+    const char *value = argv[++i];
+    if (flag == "--model-bytes") BAGUA_TRY(parse_size("--model-bytes", value, &a.model_bytes));
+    if (flag == "--ranks-per-node")
+      BAGUA_TRY(parse_count("--ranks-per-node", value, 1, 1 << 20, &a.ranks_per_node));
+    if (flag == "--predict-ranks")
+      BAGUA_TRY(parse_count("--predict-ranks", value, 2, 1 << 20, &a.predict_ranks));
+  }
+  if (a.model_bytes == 0)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "--model-bytes is required (e.g. --model-bytes 100M)");
+  *out = a;
+  return BAGUA_SUCCESS;
+}
+
+Status measure(MPI_Comm comm, const Args &args, Measurement *out) {
+  Options options;
+  BAGUA_TRY(options_load(&options));
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  if (args.ranks_per_node > size)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "--ranks-per-node %d exceeds the %d ranks running",
+                args.ranks_per_node, size);
+  Measurement m;
+  CostParams &p = m.params;
+  p.ranks = size;
+  p.segment_bytes = options.segment_bytes;
+  p.codec_block = size_t(options.compressed.codec_block);
+  p.ring_threshold_bytes = options.ring_threshold_bytes;
+  MPI_Comm node = split_nodes(comm, args, &p.ranks_per_node);
+  int node_rank = 0, node_size = 1;
+  MPI_Comm_rank(node, &node_rank);
+  MPI_Comm_size(node, &node_size);
+  // Leaders (node rank 0) form the inter-node ring; the node itself the intra one.
+  MPI_Comm leaders = MPI_COMM_NULL;
+  MPI_Comm_split(comm, node_rank == 0 ? 0 : MPI_UNDEFINED, rank, &leaders);
+  const int peer_intra = p.ranks_per_node > 1 ? 1 : -1;
+  const int peer_inter = p.nodes() > 1 ? p.ranks_per_node : -1;
+  if (peer_intra > 0)
+    p.intra = measure_link(comm, peer_intra, node_size > 1 ? node : MPI_COMM_NULL);
+  if (peer_inter > 0) p.inter = measure_link(comm, peer_inter, leaders);
+  if (peer_intra < 0) p.intra = p.inter;
+  if (peer_inter < 0) p.inter = p.intra;
+  if (size > 1) {
+    p.alltoall_efficiency = measure_alltoall_efficiency(comm, p);
+    p.overlap = measure_overlap(comm, options);
+  }
+  measure_codecs(comm, options, &m);
+  m.notes.push_back("latency: median one-way time of " + std::to_string(kLatencyRounds) +
+                    " ping-pongs of 8 bytes from rank 0; bandwidth: 4 MiB sent right and "
+                    "received from the left by every rank of the ring at once (best of 3)");
+  m.notes.push_back(
+      "all-to-all efficiency: 4 MiB per rank sent to all others at once, against "
+      "the link rate; overlap: q8 encode between MPI_Testall calls during a ring "
+      "exchange, against both alone");
+  if (args.ranks_per_node == 0)
+    m.notes.push_back("nodes: ranks sharing memory (MPI_COMM_TYPE_SHARED)");
+  if (leaders != MPI_COMM_NULL) MPI_Comm_free(&leaders);
+  MPI_Comm_free(&node);
+  *out = m;
+  return BAGUA_SUCCESS;
+}
+
+Advice advise(const CostParams &params, size_t model_bytes) {
+  Advice a;
+  a.rows = algorithm_rows();
+  const size_t count = model_bytes / 4;
+  for (const AlgorithmRow &row : a.rows) a.estimates.push_back(predict(params, row, count));
+  // Fastest first occurrence among the allreduce rows and the averaging rows.
+  bool have_reduce = false, have_average = false;
+  for (size_t i = 0; i < a.rows.size(); ++i) {
+    const bool averaging = is_averaging(a.rows[i].algorithm);
+    const bool hierarchical_flat =
+        a.rows[i].algorithm == Algorithm::hierarchical && params.ranks_per_node <= 1;
+    if (hierarchical_flat) continue;  // the same as flat with one rank per node
+    size_t &best = averaging ? a.recommended_averaging : a.recommended;
+    bool &have = averaging ? have_average : have_reduce;
+    if (!have || a.estimates[i].seconds < a.estimates[best].seconds) best = i;
+    have = true;
+  }
+  return a;
+}
+
+namespace {
+
+void print_table(FILE *out, const Advice &a, const CostParams &p, bool with_formula) {
+  std::fprintf(out, "%-24s %12s %14s  %s\n", "algorithm", "ms/step", "bytes/rank",
+               with_formula ? "formula" : "");
+  for (size_t i = 0; i < a.rows.size(); ++i) {
+    if (a.rows[i].algorithm == Algorithm::hierarchical && p.ranks_per_node <= 1) continue;
+    const Estimate &e = a.estimates[i];
+    std::fprintf(out, "%-24s %12.3f %14zu  %s\n", a.rows[i].name, e.seconds * 1e3, e.bytes_per_rank,
+                 with_formula ? e.formula.c_str() : "");
+  }
+}
+
+void print_params(FILE *out, const CostParams &p) {
+  std::fprintf(out,
+               "ranks %d, ranks per node %d (nodes %d)\n"
+               "intra-node: latency %.1f us, bandwidth %.0f MB/s\n"
+               "inter-node: latency %.1f us, bandwidth %.0f MB/s\n"
+               "all-to-all efficiency %.2f, compute/transfer overlap %.2f, float32 sum %.0f MB/s\n",
+               p.ranks, p.ranks_per_node, p.nodes(), p.intra.latency_s * 1e6,
+               p.intra.bytes_per_s / 1e6, p.inter.latency_s * 1e6, p.inter.bytes_per_s / 1e6,
+               p.alltoall_efficiency, p.overlap, p.reduce_bytes_per_s / 1e6);
+  for (const AlgorithmRow &row : algorithm_rows())
+    if (row.algorithm == Algorithm::bytegrad)
+      std::fprintf(out, "codec %-5s encode %.0f MB/s, decode+accumulate %.0f MB/s\n", row.name,
+                   p.codec[size_t(row.wire)].encode_bytes_per_s / 1e6,
+                   p.codec[size_t(row.wire)].decode_bytes_per_s / 1e6);
+}
+
+void print_recommendation(FILE *out, const Advice &a, const CostParams &p, size_t model_bytes) {
+  const Estimate &best = a.estimates[a.recommended];
+  std::fprintf(out, "recommended allreduce: %s (%.3f ms per step)\n", a.rows[a.recommended].name,
+               best.seconds * 1e3);
+  std::fprintf(out, "  formula: %s\n", best.formula.c_str());
+  std::fprintf(out, "fastest weight averaging (changes the training algorithm): %s (%.3f ms)\n",
+               a.rows[a.recommended_averaging].name,
+               a.estimates[a.recommended_averaging].seconds * 1e3);
+  const size_t crossover = ring_crossover_bytes(p);
+  const bool library_ring = model_bytes >= p.ring_threshold_bytes;
+  const bool model_ring = model_bytes >= crossover;
+  std::fprintf(out,
+               "exact schedule: the library runs %s (BAGUA_RING_THRESHOLD=%zu); the model's "
+               "crossover here is %zu bytes%s\n",
+               library_ring ? "ring" : "recursive_doubling", p.ring_threshold_bytes, crossover,
+               library_ring == model_ring ? "" : ": set BAGUA_RING_THRESHOLD to it");
+}
+
+void print_csv(FILE *out, const Advice &a, const CostParams &p, const char *scope) {
+  for (size_t i = 0; i < a.rows.size(); ++i) {
+    if (a.rows[i].algorithm == Algorithm::hierarchical && p.ranks_per_node <= 1) continue;
+    std::fprintf(out, "%s,%d,%s,%.6f,%zu,%s\n", scope, p.ranks, a.rows[i].name,
+                 a.estimates[i].seconds, a.estimates[i].bytes_per_rank,
+                 i == a.recommended ? "recommended" : "");
+  }
+}
+
+}  // namespace
+
+void print_report(FILE *out, const Args &args, const Measurement &m) {
+  const Advice a = advise(m.params, args.model_bytes);
+  CostParams predicted = m.params;
+  predicted.ranks = args.predict_ranks;
+  const Advice b = args.predict_ranks > 0 ? advise(predicted, args.model_bytes) : Advice{};
+  if (args.csv) {
+    std::fprintf(out, "scope,ranks,algorithm,seconds,bytes_per_rank,recommended\n");
+    print_csv(out, a, m.params, "measured");
+    if (args.predict_ranks > 0) print_csv(out, b, predicted, "predicted");
+    return;
+  }
+  std::fprintf(out, "bagua-advise: %zu bytes of float32 gradients\n", args.model_bytes);
+  print_params(out, m.params);
+  for (const std::string &note : m.notes) std::fprintf(out, "  (%s)\n", note.c_str());
+  std::fprintf(out,
+               "\nper step at %d ranks (alpha-beta per step, codec passes, all-to-all "
+               "efficiency; doc/tools.md, bagua-advise):\n",
+               m.params.ranks);
+  print_table(out, a, m.params, true);
+  print_recommendation(out, a, m.params, args.model_bytes);
+  if (args.predict_ranks == 0) return;
+  std::fprintf(out,
+               "\nextrapolated to %d ranks, %d per node (assumes: the same latency and "
+               "bandwidth per link and per node interface, the measured all-to-all "
+               "efficiency, overlap and codec rates, a non-blocking switch):\n",
+               predicted.ranks, predicted.ranks_per_node);
+  print_table(out, b, predicted, false);
+  print_recommendation(out, b, predicted, args.model_bytes);
+}
+
+}  // namespace bagua::advise

@@ -1,0 +1,313 @@
+#include "cost_model.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "run.hpp"
+
+namespace bagua {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+std::string format(const char *fmt, double a, double b = 0, double c = 0, double d = 0) {
+  char text[256];
+  std::snprintf(text, sizeof(text), fmt, a, b, c, d);
+  return text;
+}
+
+// "k x (alpha + bytes / rate)" in microseconds, MiB and MB/s.
+std::string link_term(double steps, double bytes, const LinkCost &link) {
+  return format("%.0f x (%.1fus + %.3f MiB / %.0f MB/s)", steps, link.latency_s * 1e6, bytes / kMiB,
+                link.bytes_per_s / 1e6);
+}
+
+std::string pass_term(const char *what, double bytes, double rate) {
+  return std::string(what) + format(" %.3f MiB / %.0f MB/s", bytes / kMiB, rate / 1e6);
+}
+
+// Transfer and compute combined: the overlapped fraction of the shorter one
+// is hidden behind the longer.
+Estimate combine(const CostParams &p, double transfer, double compute, std::string formula) {
+  Estimate e;
+  e.transfer_s = transfer;
+  e.compute_s = compute;
+  e.seconds = transfer + compute - p.overlap * std::min(transfer, compute);
+  e.formula = std::move(formula);
+  if (p.overlap > 0 && compute > 0)
+    e.formula += format("; overlap %.2f of min(transfer, compute) hidden", p.overlap);
+  return e;
+}
+
+Options sizing_options(const CostParams &p) {
+  Options o;
+  o.segment_bytes = p.segment_bytes;
+  o.compressed.codec_block = static_cast<int>(p.codec_block);
+  return o;
+}
+
+Call float_call(Wire wire, size_t count) {
+  Call call{};
+  call.family = Family::allreduce;
+  call.wire = wire;
+  call.count = count;
+  call.dtype = DType::f32;
+  call.op = ReduceOp::avg;
+  call.memory = Memory::host;
+  return call;
+}
+
+size_t bytes_sent(const CostParams &p, Wire wire, Schedule s, size_t count, int ranks) {
+  if (ranks <= 1) return 0;
+  return schedule_bytes_sent(float_call(wire, count), s, 0, ranks, sizing_options(p));
+}
+
+// Ring: 2(n-1) steps of one chunk (B/n) to the right neighbour; the n-1
+// reduce-scatter steps each add one chunk.
+Estimate ring(const CostParams &p, size_t count) {
+  const int n = p.ranks;
+  const double bytes = 4.0 * double(count), chunk = bytes / n, steps = 2.0 * (n - 1);
+  const LinkCost &link = p.flat_link();
+  const double transfer = steps * link.seconds(chunk);
+  const double reduced = (n - 1) * chunk;
+  Estimate e = combine(p, transfer, reduced / p.reduce_bytes_per_s,
+                       "2(n-1) steps: " + link_term(steps, chunk, link) + " + " +
+                           pass_term("reduce", reduced, p.reduce_bytes_per_s));
+  return e;
+}
+
+// Recursive doubling: log2(p) exchanges of the whole buffer among the largest
+// power of two p <= n, plus a fold-in and a result-back step when n > p.
+Estimate recursive_doubling(const CostParams &p, size_t count) {
+  const int n = p.ranks;
+  int pow2 = 1, rounds = 0;
+  while (pow2 * 2 <= n) {
+    pow2 *= 2;
+    rounds++;
+  }
+  const int fold = n > pow2 ? 1 : 0;
+  const double bytes = 4.0 * double(count), steps = rounds + 2 * fold;
+  const LinkCost &link = p.flat_link();
+  const double reduced = (rounds + fold) * bytes;
+  Estimate e = combine(p, steps * link.seconds(bytes), reduced / p.reduce_bytes_per_s,
+                       "log2(p) (+2 fold) steps: " + link_term(steps, bytes, link) + " + " +
+                           pass_term("reduce", reduced, p.reduce_bytes_per_s));
+  return e;
+}
+
+// One all-to-all phase where each of n ranks (k per node) sends `message`
+// bytes to every other: n-1 latencies, then the busiest of the node's
+// network interface (k(n-k) messages) and the shared memory ((k-1) each).
+double alltoall_seconds(const CostParams &p, int n, int k, double message) {
+  const double eff = p.alltoall_efficiency;
+  if (n <= k) return (n - 1) * p.intra.latency_s + (n - 1) * message / (p.intra.bytes_per_s * eff);
+  const double network = double(k) * (n - k) * message / (p.inter.bytes_per_s * eff);
+  const double memory = (k - 1) * message / p.intra.bytes_per_s;
+  return (n - 1) * p.inter.latency_s + std::max(network, memory);
+}
+
+// ByteGrad among n ranks (k per node): encode every chunk, all-to-all of
+// encoded chunks, decode-accumulate n-1 of them, encode the reduced chunk,
+// all-to-all (allgather) of reduced chunks, decode all n.
+Estimate bytegrad_among(const CostParams &p, Wire wire, size_t count, int n, int k) {
+  const double bytes = 4.0 * double(count);
+  const double message = double(wire_message_bytes(wire, (count + n - 1) / n, p.codec_block));
+  const CodecRate rate = p.codec[size_t(wire)];
+  const double encoded = bytes, decoded = bytes * (2.0 * n - 1) / n;
+  const double transfer = 2 * alltoall_seconds(p, n, k, message);
+  const double compute = encoded / rate.encode_bytes_per_s + decoded / rate.decode_bytes_per_s;
+  const LinkCost &link = n > k ? p.inter : p.intra;
+  return combine(
+      p, transfer, compute,
+      format("2 all-to-alls of (n-1)=%.0f messages of %.3f MiB at %.0f MB/s x efficiency %.2f",
+             n - 1, message / kMiB, link.bytes_per_s / 1e6, p.alltoall_efficiency) +
+          format(" (+%.0f x %.1fus)", 2.0 * (n - 1), link.latency_s * 1e6) + " + " +
+          pass_term("encode", encoded, rate.encode_bytes_per_s) + " + " +
+          pass_term("decode", decoded, rate.decode_bytes_per_s));
+}
+
+// Hierarchical: the node's k-1 members send the buffer to their leader
+// (incast on shared memory), ByteGrad among the leaders, the leader sends
+// the result back to each member. Bytes: the leader's.
+Estimate hierarchical(const CostParams &p, Wire wire, size_t count) {
+  const int k = std::min(p.ranks_per_node, p.ranks), leaders = p.nodes();
+  const double bytes = 4.0 * double(count);
+  CostParams among = p;
+  among.ranks = leaders;
+  among.ranks_per_node = 1;
+  const Estimate top = bytegrad_among(among, wire, count, leaders, 1);
+  const double node_transfer = 2 * p.intra.seconds((k - 1) * bytes);
+  const double node_reduce = (k - 1) * bytes / p.reduce_bytes_per_s;
+  Estimate node = combine(p, node_transfer, node_reduce,
+                          "node: 2 x " + link_term(1, (k - 1) * bytes, p.intra) + " + " +
+                              pass_term("reduce", (k - 1) * bytes, p.reduce_bytes_per_s));
+  Estimate e;
+  e.seconds = node.seconds + top.seconds;
+  e.transfer_s = node.transfer_s + top.transfer_s;
+  e.compute_s = node.compute_s + top.compute_s;
+  e.formula = node.formula + "; leaders (" + std::to_string(leaders) + "): " + top.formula;
+  return e;
+}
+
+// Peer averaging: each of `peers` messages of `message` bytes leaves over the
+// rank's own link at once; `passes` passes over the buffer combine them.
+Estimate peer_exchange(const CostParams &p, int peers, double message, double passes,
+                       const char *what) {
+  const LinkCost &link = p.flat_link();
+  return combine(p, peers * link.seconds(message), passes / p.reduce_bytes_per_s,
+                 std::string(what) + ": " + link_term(peers, message, link) + " + " +
+                     pass_term("average", passes, p.reduce_bytes_per_s));
+}
+
+// Low-precision ring: encode the model difference, send it to both
+// neighbours, decode three (both neighbours' and the own).
+Estimate lowprec_ring(const CostParams &p, size_t count) {
+  const double bytes = 4.0 * double(count);
+  const double message = double(wire_message_bytes(Wire::q8, count, p.codec_block));
+  const CodecRate rate = p.codec[size_t(Wire::q8)];
+  const LinkCost &link = p.flat_link();
+  const double compute = bytes / rate.encode_bytes_per_s + 3 * bytes / rate.decode_bytes_per_s +
+                         2 * bytes / p.reduce_bytes_per_s;
+  return combine(p, 2 * link.seconds(message), compute,
+                 "2 neighbours: " + link_term(2, message, link) + " + " +
+                     pass_term("encode", bytes, rate.encode_bytes_per_s) + " + " +
+                     pass_term("decode", 3 * bytes, rate.decode_bytes_per_s) + " + " +
+                     pass_term("update", 2 * bytes, p.reduce_bytes_per_s));
+}
+
+// `all` is the blocking exact average: the schedule the policy selects.
+Estimate decentralized_all(const CostParams &p, size_t count) {
+  return 4 * count >= p.ring_threshold_bytes ? ring(p, count) : recursive_doubling(p, count);
+}
+
+// The defaults without the ring threshold, which is derived from them.
+CostParams base_params() {
+  CostParams p;
+  for (CodecRate &r : p.codec) r = {1e9, 1e9};
+  return p;
+}
+
+}  // namespace
+
+CostParams default_cost_params() {
+  CostParams p = base_params();
+  p.ring_threshold_bytes = default_ring_threshold();
+  return p;
+}
+
+const std::vector<AlgorithmRow> &algorithm_rows() {
+  static const std::vector<AlgorithmRow> rows = {
+      {"ring", Algorithm::exact_ring, Wire::exact},
+      {"recursive_doubling", Algorithm::exact_recursive_doubling, Wire::exact},
+      {"q8", Algorithm::bytegrad, Wire::q8},
+      {"fp16", Algorithm::bytegrad, Wire::fp16},
+      {"bf16", Algorithm::bytegrad, Wire::bf16},
+      {"sign", Algorithm::bytegrad, Wire::sign},
+      {"q8_hierarchical", Algorithm::hierarchical, Wire::q8},
+      {"fp16_hierarchical", Algorithm::hierarchical, Wire::fp16},
+      {"bf16_hierarchical", Algorithm::hierarchical, Wire::bf16},
+      {"sign_hierarchical", Algorithm::hierarchical, Wire::sign},
+      {"decentralized_all", Algorithm::decentralized_all, Wire::exact},
+      {"decentralized_shift_one", Algorithm::decentralized_shift_one, Wire::exact},
+      {"decentralized_ring", Algorithm::decentralized_ring, Wire::exact},
+      {"lowprec_ring", Algorithm::lowprec_ring, Wire::q8},
+  };
+  return rows;
+}
+
+size_t wire_message_bytes(Wire wire, size_t count, size_t block) {
+  CostParams p;
+  p.codec_block = block;
+  size_t bytes = 0;
+  (void)message_bytes(float_call(wire, count), sizing_options(p), &bytes);
+  return bytes;
+}
+
+bool is_averaging(Algorithm a) {
+  return a == Algorithm::decentralized_all || a == Algorithm::decentralized_shift_one ||
+         a == Algorithm::decentralized_ring || a == Algorithm::lowprec_ring;
+}
+
+namespace {
+
+// The bytes one rank sends (the leader's in hierarchical mode), as the
+// library counts them.
+size_t bytes_per_rank(const CostParams &p, const AlgorithmRow &row, size_t count) {
+  const size_t bytes = 4 * count;
+  const int k = std::min(p.ranks_per_node, p.ranks);
+  switch (row.algorithm) {
+    case Algorithm::exact_ring: return bytes_sent(p, Wire::exact, Schedule::ring, count, p.ranks);
+    case Algorithm::exact_recursive_doubling:
+      return bytes_sent(p, Wire::exact, Schedule::recursive_doubling, count, p.ranks);
+    case Algorithm::bytegrad: return bytes_sent(p, row.wire, Schedule::bytegrad, count, p.ranks);
+    case Algorithm::hierarchical:
+      return (k - 1) * bytes + bytes_sent(p, row.wire, Schedule::bytegrad, count, p.nodes());
+    case Algorithm::decentralized_all: {
+      const bool ring_selected = bytes >= p.ring_threshold_bytes;
+      return bytes_sent(p, Wire::exact,
+                        ring_selected ? Schedule::ring : Schedule::recursive_doubling, count,
+                        p.ranks);
+    }
+    case Algorithm::decentralized_shift_one: return bytes;
+    case Algorithm::decentralized_ring: return 2 * bytes;
+    case Algorithm::lowprec_ring: return 2 * wire_message_bytes(Wire::q8, count, p.codec_block);
+  }
+  return 0;
+}
+
+Estimate predict_time(const CostParams &p, const AlgorithmRow &row, size_t count) {
+  const double bytes = 4.0 * double(count);
+  switch (row.algorithm) {
+    case Algorithm::exact_ring: return ring(p, count);
+    case Algorithm::exact_recursive_doubling: return recursive_doubling(p, count);
+    case Algorithm::bytegrad: return bytegrad_among(p, row.wire, count, p.ranks, p.ranks_per_node);
+    case Algorithm::hierarchical: return hierarchical(p, row.wire, count);
+    case Algorithm::decentralized_all: return decentralized_all(p, count);
+    case Algorithm::decentralized_shift_one:
+      return peer_exchange(p, 1, bytes, bytes, "1 peer, both ways");
+    case Algorithm::decentralized_ring:
+      return peer_exchange(p, 2, bytes, 2 * bytes, "2 neighbours");
+    case Algorithm::lowprec_ring: return lowprec_ring(p, count);
+  }
+  return {};
+}
+
+}  // namespace
+
+Estimate predict(const CostParams &p, const AlgorithmRow &row, size_t count) {
+  if (p.ranks <= 1) return Estimate{0, 0, 0, 0, "one rank: nothing to send"};
+  Estimate e = predict_time(p, row, count);
+  e.bytes_per_rank = bytes_per_rank(p, row, count);
+  return e;
+}
+
+size_t ring_crossover_bytes(const CostParams &p) {
+  const auto ring_wins = [&](size_t bytes) {
+    return ring(p, bytes / 4).seconds <= recursive_doubling(p, bytes / 4).seconds;
+  };
+  if (ring_wins(4)) return 0;
+  // Doubling until the ring wins, then bisection between the last two sizes.
+  size_t lo = 4, hi = 8;
+  while (!ring_wins(hi)) {
+    if (hi >= (size_t(1) << 30)) return hi;
+    lo = hi;
+    hi *= 2;
+  }
+  while (hi - lo > 4) {
+    const size_t mid = (lo + hi) / 2 / 4 * 4;
+    (ring_wins(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+size_t default_ring_threshold() {
+  static const size_t threshold = [] {
+    const size_t crossover = ring_crossover_bytes(base_params());
+    size_t pow2 = 1;
+    while (pow2 * 2 <= crossover) pow2 *= 2;
+    return pow2;
+  }();
+  return threshold;
+}
+
+}  // namespace bagua

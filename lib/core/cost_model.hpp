@@ -1,0 +1,109 @@
+// The cost model of every algorithm bagua runs (doc/tools.md, "bagua-advise"): alpha-beta
+// terms for each step, the codec and reduction passes at measured rates, and
+// the all-to-all (incast) efficiency. One place: bagua-advise predicts with
+// it, and the selection policy's automatic ring threshold is its crossover
+// at the default parameters. Pure arithmetic, unit-tested without MPI.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "../base/dtype.hpp"
+
+namespace bagua {
+
+// One kind of link: a message of b bytes takes latency_s + b / bytes_per_s.
+struct LinkCost {
+  double latency_s;
+  double bytes_per_s;
+  double seconds(double bytes, double messages = 1) const {
+    return messages * latency_s + bytes / bytes_per_s;
+  }
+};
+
+// A codec's passes, in bytes of float32 input per second.
+struct CodecRate {
+  double encode_bytes_per_s;
+  double decode_bytes_per_s;
+};
+
+// What a prediction needs; bagua-advise measures it, default_cost_params
+// gives the documented defaults.
+struct CostParams {
+  int ranks = 4;
+  int ranks_per_node = 1;
+  LinkCost intra{8e-6, 4e9};  // shared memory
+  LinkCost inter{8e-6, 4e9};  // the network between nodes
+  // All-to-all phases move each rank's bytes at this fraction of the link's
+  // rate (1: no loss to incast, many senders converging on one receiver).
+  double alltoall_efficiency = 1;
+  // Fraction of the shorter of compute and transfer hidden behind the other.
+  double overlap = 0;
+  double reduce_bytes_per_s = 4e9;        // float32 sum, bytes of one operand
+  std::array<CodecRate, kWires> codec{};  // by Wire; exact's entry is unused
+  size_t segment_bytes = 1 << 20;         // BAGUA_SEGMENT_BYTES
+  size_t codec_block = 2048;              // BAGUA_CODEC_BLOCK
+  size_t ring_threshold_bytes = 0;        // BAGUA_RING_THRESHOLD, for decentralized `all`
+
+  int nodes() const { return (ranks + ranks_per_node - 1) / ranks_per_node; }
+  // The link a flat algorithm's slowest step crosses.
+  const LinkCost &flat_link() const { return nodes() > 1 ? inter : intra; }
+};
+
+// Documented defaults (doc/tools.md, "bagua-advise"): links of 8 us and 4 GB/s, sums at
+// 4 GB/s, codecs at 1 GB/s, no overlap; 4 ranks on one node; the default
+// ring threshold.
+CostParams default_cost_params();
+
+enum class Algorithm : uint8_t {
+  exact_ring,
+  exact_recursive_doubling,
+  bytegrad,      // flat compressed allreduce of `wire`
+  hierarchical,  // exact in the node, ByteGrad of `wire` among leaders
+  decentralized_all,
+  decentralized_shift_one,
+  decentralized_ring,
+  lowprec_ring,  // q8 model differences with both ring neighbours
+};
+
+// One row of the advice: what runs, and under which name.
+struct AlgorithmRow {
+  const char *name;
+  Algorithm algorithm;
+  Wire wire;
+};
+
+// Every algorithm the model covers, in the order bagua-advise prints them.
+const std::vector<AlgorithmRow> &algorithm_rows();
+
+// A prediction: time per step and what went into it.
+struct Estimate {
+  double seconds = 0;
+  double transfer_s = 0;
+  double compute_s = 0;
+  size_t bytes_per_rank = 0;  // bytes rank 0 sends (the leader's), headers and call check counted
+  std::string formula;        // the terms, in words and numbers
+};
+
+// Bytes of one message of `count` float32 elements in `wire`'s format
+// (BAGUA_CODEC_BLOCK `block`), from the library's own codec.
+size_t wire_message_bytes(Wire wire, size_t count, size_t block);
+
+// Time of one step of `row` on a float32 buffer of `count` elements.
+Estimate predict(const CostParams &p, const AlgorithmRow &row, size_t count);
+
+// Whether the row exchanges gradients (an allreduce) or averages weights.
+bool is_averaging(Algorithm a);
+
+// The smallest byte count from which the ring is no slower than recursive
+// doubling under `p` (searched over powers of two up to 1 GiB, then
+// bisected to 4 bytes); 0 when the ring always wins.
+size_t ring_crossover_bytes(const CostParams &p);
+
+// The policy's default BAGUA_RING_THRESHOLD: ring_crossover_bytes at the
+// defaults, rounded down to a power of two.
+size_t default_ring_threshold();
+
+}  // namespace bagua

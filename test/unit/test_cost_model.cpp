@@ -1,0 +1,150 @@
+// The cost model (lib/core/cost_model.hpp) on synthetic parameters, against
+// closed-form values of each algorithm's alpha-beta terms.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "base/env.hpp"
+#include "codec.h"
+#include "core/cost_model.hpp"
+#include "core/select.hpp"
+
+using namespace bagua;
+
+namespace {
+
+constexpr size_t kCount = size_t(1) << 20;  // 4 MiB of float32
+constexpr double kBytes = 4.0 * kCount;
+
+// 4 hosts, 1 ms and 1 MB/s links, sums at 1 GB/s, codecs at 100 MB/s.
+CostParams synthetic(int ranks = 4, int per_node = 1) {
+  CostParams p;
+  p.ranks = ranks;
+  p.ranks_per_node = per_node;
+  p.intra = {1e-5, 1e8};
+  p.inter = {1e-3, 1e6};
+  p.reduce_bytes_per_s = 1e9;
+  for (CodecRate &r : p.codec) r = {1e8, 1e8};
+  return p;
+}
+
+const AlgorithmRow &row(const char *name) {
+  for (const AlgorithmRow &r : algorithm_rows())
+    if (std::string(r.name) == name) return r;
+  FAIL("no row " << name);
+  return algorithm_rows().front();
+}
+
+double q8_message(size_t count) { return double(codec::q8_encoded_bytes(count, 2048)); }
+
+}  // namespace
+
+TEST_CASE("ring: 2(n-1) steps of one chunk plus n-1 chunk reductions", "[cost]") {
+  const Estimate e = predict(synthetic(), row("ring"), kCount);
+  const double chunk = kBytes / 4;
+  CHECK(e.transfer_s == Approx(6 * (1e-3 + chunk / 1e6)));
+  CHECK(e.compute_s == Approx(3 * chunk / 1e9));
+  CHECK(e.seconds == Approx(e.transfer_s + e.compute_s));
+  CHECK(e.formula.find("2(n-1) steps") != std::string::npos);
+}
+
+TEST_CASE("recursive doubling: log2 n whole-buffer rounds, +2 steps to fold", "[cost]") {
+  Estimate e = predict(synthetic(4), row("recursive_doubling"), kCount);
+  CHECK(e.transfer_s == Approx(2 * (1e-3 + kBytes / 1e6)));
+  CHECK(e.compute_s == Approx(2 * kBytes / 1e9));
+  e = predict(synthetic(6), row("recursive_doubling"), kCount);  // p = 4: fold in and back
+  CHECK(e.transfer_s == Approx(4 * (1e-3 + kBytes / 1e6)));
+  CHECK(e.compute_s == Approx(3 * kBytes / 1e9));
+}
+
+TEST_CASE("ByteGrad: two all-to-alls of encoded chunks, encode B, decode (2n-1)/n B", "[cost]") {
+  const Estimate e = predict(synthetic(), row("q8"), kCount);
+  const double message = q8_message(kCount / 4);
+  CHECK(e.transfer_s == Approx(2 * (3 * 1e-3 + 3 * message / 1e6)));
+  CHECK(e.compute_s == Approx(kBytes / 1e8 + kBytes * 7 / 4 / 1e8));
+  // fp16 messages: half the float32 chunk and the cast header.
+  const Estimate half = predict(synthetic(), row("fp16"), kCount);
+  const double cast = double(codec::cast_encoded_bytes(kCount / 4));
+  CHECK(cast > kBytes / 8);
+  CHECK(half.transfer_s == Approx(2 * (3 * 1e-3 + 3 * cast / 1e6)));
+}
+
+TEST_CASE("the all-to-all efficiency (incast) divides the link rate", "[cost]") {
+  CostParams p = synthetic();
+  p.alltoall_efficiency = 0.5;
+  const double message = q8_message(kCount / 4);
+  CHECK(predict(p, row("q8"), kCount).transfer_s == Approx(2 * (3 * 1e-3 + 3 * message / 0.5e6)));
+}
+
+TEST_CASE("several ranks per node share its network interface", "[cost]") {
+  // 8 ranks, 4 per node: each node's link carries 4 x 4 messages per phase.
+  const Estimate e = predict(synthetic(8, 4), row("q8"), kCount);
+  const double message = q8_message(kCount / 8);
+  CHECK(e.transfer_s == Approx(2 * (7 * 1e-3 + 16 * message / 1e6)));
+}
+
+TEST_CASE("hierarchical: node reduce and broadcast, ByteGrad among the leaders", "[cost]") {
+  const Estimate e = predict(synthetic(8, 4), row("q8_hierarchical"), kCount);
+  const double node = 2 * (1e-5 + 3 * kBytes / 1e8) + 3 * kBytes / 1e9;
+  const double message = q8_message(kCount / 2);
+  const double leaders = 2 * (1e-3 + message / 1e6) + kBytes / 1e8 + kBytes * 3 / 2 / 1e8;
+  CHECK(e.seconds == Approx(node + leaders));
+}
+
+TEST_CASE("peer averaging: one or two whole-buffer messages over the own link", "[cost]") {
+  CHECK(predict(synthetic(), row("decentralized_shift_one"), kCount).transfer_s ==
+        Approx(1e-3 + kBytes / 1e6));
+  const Estimate ring = predict(synthetic(), row("decentralized_ring"), kCount);
+  CHECK(ring.transfer_s == Approx(2 * (1e-3 + kBytes / 1e6)));
+  CHECK(ring.bytes_per_rank == size_t(2 * kBytes));
+  const Estimate low = predict(synthetic(), row("lowprec_ring"), kCount);
+  CHECK(low.transfer_s == Approx(2 * (1e-3 + q8_message(kCount) / 1e6)));
+  CHECK(low.bytes_per_rank == 2 * size_t(q8_message(kCount)));
+}
+
+TEST_CASE("overlap hides its fraction of the shorter of transfer and compute", "[cost]") {
+  CostParams p = synthetic();
+  p.overlap = 0.5;
+  const Estimate e = predict(p, row("q8"), kCount);
+  CHECK(e.seconds == Approx(e.transfer_s + 0.5 * e.compute_s));
+}
+
+TEST_CASE("one rank sends nothing and takes no time", "[cost]") {
+  for (const AlgorithmRow &r : algorithm_rows()) {
+    const Estimate e = predict(synthetic(1), r, kCount);
+    CHECK(e.seconds == 0);
+    CHECK(e.bytes_per_rank == 0);
+  }
+}
+
+TEST_CASE("ring crossover: 4 alpha = B (0.5 / bw + 1.25 / R) at 4 ranks", "[cost]") {
+  CostParams p = synthetic();
+  p.inter = {1e-5, 1e8};
+  const double closed_form = 4 * 1e-5 / (0.5 / 1e8 + 1.25 / 1e9);
+  const size_t crossover = ring_crossover_bytes(p);
+  CHECK(double(crossover) >= closed_form - 4);
+  CHECK(double(crossover) <= closed_form + 8);
+  // 2 ranks: the ring saves half the reduction, alpha more: B = 2 alpha R.
+  p.ranks = 2;
+  CHECK(double(ring_crossover_bytes(p)) == Approx(2 * 1e-5 * 1e9).epsilon(1e-3));
+}
+
+TEST_CASE("the policy's default ring threshold is the model's crossover at the defaults",
+          "[cost][policy]") {
+  // 4 ranks, 8 us, 4 GB/s links and sums: 4 alpha / (1.75 / 4 GB/s) = 73143 bytes.
+  const size_t crossover = ring_crossover_bytes(default_cost_params());
+  CHECK(crossover >= 73142);
+  CHECK(crossover <= 73152);
+  CHECK(default_ring_threshold() == 65536);
+  CHECK(SelectionSettings{}.ring_threshold_bytes == default_ring_threshold());
+  for (const EnvVar &v : env_vars())
+    if (std::string(v.name) == "BAGUA_RING_THRESHOLD")
+      CHECK(std::stoul(v.default_value) == default_ring_threshold());
+}
+
+TEST_CASE("bytes per rank are the library's: ring and ByteGrad match the policy's", "[cost]") {
+  const CostParams p = synthetic();
+  // Ring: 2(n-1)/n of the buffer, plus the 16-byte call check in 2 rounds.
+  CHECK(predict(p, row("ring"), kCount).bytes_per_rank == size_t(kBytes * 6 / 4) + 2 * 16);
+  CHECK(predict(p, row("q8"), kCount).bytes_per_rank ==
+        6 * size_t(q8_message(kCount / 4)) + 2 * 16);
+}
