@@ -26,6 +26,10 @@ constexpr EnvVar kVars[] = {
      "1 = before any data moves, the ranks of each call compare a fingerprint of it (family, "
      "algorithm, count, datatype, op) and all return BAGUA_ERR_MISMATCH if they differ (a "
      "16-byte recursive doubling per call); 0 = skip the check."},
+    {"BAGUA_MAX_IN_FLIGHT", "1024",
+     "Most nonblocking calls (bagua_iallreduce*) in flight per communicator, 1 .. 1024 (each "
+     "holds a thread and a tag slot); a call beyond it is refused with "
+     "BAGUA_ERR_INVALID_ARGUMENT and still takes its place in the call order."},
     {"BAGUA_TAG_UB", "0",
      "Largest message tag bagua uses: 0 = the transport's limit (MPI_TAG_UB for mpi); "
      ">= 32767 caps it (e.g. 32767, the MPI standard's minimum, to test the smallest tag "

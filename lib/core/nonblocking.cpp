@@ -74,7 +74,9 @@ Status NonblockingComm::check_usable() {
   BAGUA_TRY(comm_->check_usable());
   // A refused call still takes its slot, so the calls after it pair with
   // the same calls of ranks that did not refuse (those time out on this one).
-  if (in_flight_ >= kMaxInFlight) {
+  // At most BAGUA_MAX_IN_FLIGHT: each call holds a thread and a tag slot
+  // (every tag layout has at least 1024 slots).
+  if (in_flight_ >= comm_->options().max_in_flight) {
     ++next_slot_;
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
                 "%d nonblocking calls are already in flight on this communicator (the limit); "

@@ -20,10 +20,6 @@ namespace bagua {
 
 class NonblockingComm final : public CommExtension {
  public:
-  // Most nonblocking calls in flight per communicator: each holds a thread
-  // and a tag slot (every tag layout has at least 1024 slots).
-  static constexpr int kMaxInFlight = 1024;
-
   static Status get(MPI_Comm user_comm, NonblockingComm **out);
   // Finishes the calls in flight, then frees the private communicator state.
   ~NonblockingComm() override;

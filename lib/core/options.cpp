@@ -75,6 +75,7 @@ Status options_load(Options *out) {
   int check = 1;
   BAGUA_TRY(int_option("BAGUA_CHECK_CALLS", 0, 1, &check));
   o.check_calls = check != 0;
+  BAGUA_TRY(int_option("BAGUA_MAX_IN_FLIGHT", 1, 1024, &o.max_in_flight));
   BAGUA_TRY(load_partial(&o.partial));
   BAGUA_TRY(load_compressed(&o.compressed));
   *out = o;

@@ -43,8 +43,9 @@ struct Options {
   AllreduceAlgo allreduce_algo = AllreduceAlgo::automatic;
   size_t ring_threshold_bytes = default_ring_threshold();
   size_t segment_bytes = 1 << 20;
-  int64_t tag_ub = 0;       // 0: the transport's largest tag
-  bool check_calls = true;  // ranks agree on each call before data moves
+  int64_t tag_ub = 0;        // 0: the transport's largest tag
+  bool check_calls = true;   // ranks agree on each call before data moves
+  int max_in_flight = 1024;  // nonblocking calls per communicator (<= the tag slots)
 };
 
 Status options_load(Options *out);

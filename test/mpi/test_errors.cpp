@@ -355,3 +355,54 @@ TEST_CASE("a peer still sending after a rank timed out: no crash, no wrong resul
     MPI_Barrier(MPI_COMM_WORLD);
   }
 }
+
+TEST_CASE("a refused nonblocking call keeps the ranks in step: no result pairs wrong calls",
+          "[errors][iallreduce]") {
+  if (test::world_size() != 2) return;
+  constexpr int kLimit = 4;
+  setenv("BAGUA_TIMEOUT_MS", "3000", 1);
+  setenv("BAGUA_MAX_IN_FLIGHT", "4", 1);
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  // Call k contributes k on every rank, so a sum pairing different calls shows.
+  std::vector<float> values(kLimit + 3);
+  std::vector<MPI_Request> reqs(values.size(), MPI_REQUEST_NULL);
+  const auto start = [&](int k) {
+    values[size_t(k)] = float(k);
+    return bagua_iallreduce(MPI_IN_PLACE, &values[size_t(k)], 1, MPI_FLOAT, MPI_SUM, comm,
+                            &reqs[size_t(k)]);
+  };
+  // Waits for call k; a success must hold the sum of the ranks' call k.
+  const auto finish = [&](int k) {
+    const int rc = MPI_Wait(&reqs[size_t(k)], MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS) CHECK(values[size_t(k)] == float(2 * k));
+    return rc;
+  };
+  REQUIRE(start(0) == BAGUA_SUCCESS);  // the collective setup
+  REQUIRE(finish(0) == MPI_SUCCESS);
+  unsetenv("BAGUA_MAX_IN_FLIGHT");
+  unsetenv("BAGUA_TIMEOUT_MS");
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  // Rank 0 fills the limit before rank 1 starts (none of its calls can
+  // complete before), so its call kLimit + 1 is refused; rank 1 makes its
+  // calls one at a time, so none of its calls is refused.
+  if (test::world_rank() == 0) {
+    for (int k = 1; k <= kLimit; ++k) REQUIRE(start(k) == BAGUA_SUCCESS);
+    test::expect_error(start(kLimit + 1), BAGUA_ERR_INVALID_ARGUMENT, "in flight");
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int k = 1; k <= kLimit; ++k) CHECK(finish(k) == MPI_SUCCESS);
+  } else {
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int k = 1; k <= kLimit + 1; ++k) {
+      REQUIRE(start(k) == BAGUA_SUCCESS);
+      // Call kLimit + 1 pairs with rank 0's refused call: it cannot succeed.
+      CHECK((finish(k) == MPI_SUCCESS) == (k <= kLimit));
+    }
+  }
+  // The next call pairs with the peer's next call or fails, never with an
+  // earlier one (before the fix rank 0's pairing shifted by one: 2k - 1).
+  if (start(kLimit + 2) == BAGUA_SUCCESS) finish(kLimit + 2);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Comm_free(&comm);
+}
