@@ -1,6 +1,11 @@
 // libFuzzer target for the codec decoders: arbitrary bytes must either be
 // rejected with a status or decoded, never read or written out of bounds.
-// Build and run: test/codec/run_fuzz.sh (clang++ -fsanitize=fuzzer,address).
+// Each input goes through the CPU kernels (scalar and AVX2) and through the
+// codec adapters the compressed allreduce decodes peers' segments with
+// (lib/algo/compressed_codecs.cpp: headers, counts and block sizes as a peer
+// could send them). Build and run: test/codec/run_fuzz.sh (clang++
+// -fsanitize=fuzzer,address); bin/bagua-test runs it for 60 s on the corpus
+// in test/codec/fuzz_corpus/.
 //
 // Input layout: [codec, dtype, flags, block shift, count lo, count hi, bytes...].
 // With flags bit 1 set the count is derived from the number of remaining
@@ -12,6 +17,7 @@
 
 #include "codec.h"
 #include "cpu/codec_cpu.h"
+#include "lib/algo/compressed.hpp"
 
 namespace {
 
@@ -61,6 +67,24 @@ void decode_all(int which, Isa isa, const std::vector<uint8_t> &in, size_t count
   }
 }
 
+std::unique_ptr<bagua::ChunkCodec> make_adapter(int which, uint32_t block) {
+  switch (which) {
+    case 0: return bagua::make_q8_codec(block);
+    case 1: return bagua::make_cast_codec(codec::CastFormat::fp16, 1.0f, 1.0f);
+    default: return bagua::make_sign_codec(block, nullptr, nullptr);
+  }
+}
+
+// The adapter's decoders, as the compressed allreduce calls them on a
+// received segment of `in.size()` bytes said to hold `count` elements.
+void decode_through_adapter(int which, const std::vector<uint8_t> &in, size_t count,
+                            uint32_t block, DType t) {
+  const auto adapter = make_adapter(which, block);
+  std::vector<uint8_t> dst(count * bagua::dtype_size(t));
+  adapter->decode(in.data(), in.size(), count, dst.data(), t);
+  adapter->decode_accumulate(in.data(), in.size(), count, adapter->accumulator(count));
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -77,5 +101,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   decode_all(which, Isa::scalar, in, count, block, t);
   if (cpu::isa_supported(Isa::avx2)) decode_all(which, Isa::avx2, in, count, block, t);
+  decode_through_adapter(which, in, count, block, t);
   return 0;
 }
