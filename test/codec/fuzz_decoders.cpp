@@ -77,8 +77,8 @@ std::unique_ptr<bagua::ChunkCodec> make_adapter(int which, uint32_t block) {
 
 // The adapter's decoders, as the compressed allreduce calls them on a
 // received segment of `in.size()` bytes said to hold `count` elements.
-void decode_through_adapter(int which, const std::vector<uint8_t> &in, size_t count,
-                            uint32_t block, DType t) {
+void decode_through_adapter(int which, const std::vector<uint8_t> &in, size_t count, uint32_t block,
+                            DType t) {
   const auto adapter = make_adapter(which, block);
   std::vector<uint8_t> dst(count * bagua::dtype_size(t));
   adapter->decode(in.data(), in.size(), count, dst.data(), t);
