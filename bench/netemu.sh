@@ -8,6 +8,8 @@
 #   -n RANKS  number of emulated hosts, one rank each (default 4)
 #   -r RATE   link rate in tc syntax: 100mbit, 1gbit, 10gbit (default 1gbit)
 #   -m ARGS   extra mpirun arguments (e.g. "--mca coll_tuned_use_dynamic_rules 1")
+# Every rank gets BAGUA_BENCH_LINK=RATE, so bagua-bench and bagua-bench-compressed
+# print their link columns against the emulated rate (unless it is set already).
 # Every rank inherits this script's environment: set BAGUA_* variables on its
 # command line (BAGUA_TRANSPORT=ucx bench/netemu.sh ...), not with -m "-x ...",
 # which Open MPI applies to the first program of the MPMD line only.
@@ -24,7 +26,7 @@ SUBNET=10.77.0
 LOCK=/run/bagua-netemu.lock
 
 usage() {
-  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -99,6 +101,7 @@ for ((i = 0; i < RANKS; i++)); do
 done
 
 echo "netemu: $RANKS hosts on $RATE links" >&2
+export BAGUA_BENCH_LINK=${BAGUA_BENCH_LINK:-$RATE}
 # PMIx clients reach mpirun's server over the bridge.
 # shellcheck disable=SC2086
 PMIX_MCA_ptl_tcp_remote_connections=1 PMIX_MCA_ptl_tcp_if_include=$SUBNET.0/24 \

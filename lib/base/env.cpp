@@ -80,6 +80,12 @@ constexpr EnvVar kVars[] = {
      "bagua_torch.init(): address other ranks reach rank 0's TCPStore at; empty = rank 0's "
      "hostname.",
      true},
+    // @env bench (read by bagua-bench and bagua-bench-compressed, doc/tools.md)
+    {"BAGUA_BENCH_LINK", "",
+     "Benchmarks: link rate (tc syntax, e.g. 100mbit, 1gbit) for the columns bytes sent, link "
+     "time and fraction of the link limit; --link overrides it; bench/netemu.sh sets it to its "
+     "rate; empty = no link columns.",
+     true},
     // @env pmpi (read by libbagua-pmpi, doc/pmpi.md)
     {"BAGUA_PMPI", "off",
      "PMPI interposer: where MPI_Allreduce goes: off (MPI), exact (bagua_allreduce), q8, fp16, "
