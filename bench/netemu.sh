@@ -5,6 +5,9 @@
 # is deleted on exit, also on failure or Ctrl-C.
 #
 # usage: bench/netemu.sh [-n RANKS] [-r RATE] [-m "MPIRUN ARGS"] -- PROGRAM [ARGS...]
+#        bench/netemu.sh -p [-r RATE]
+#   -p        probe only: exit 0 if this machine can build the emulated network,
+#             else print why and exit 1 (takes no lock, touches no running network)
 #   -n RANKS  number of emulated hosts, one rank each (default 4)
 #   -r RATE   link rate in tc syntax: 100mbit, 1gbit, 10gbit (default 1gbit)
 #   -m ARGS   extra mpirun arguments (e.g. "--mca coll_tuned_use_dynamic_rules 1")
@@ -20,13 +23,14 @@ set -euo pipefail
 RANKS=4
 RATE=1gbit
 MPIRUN_ARGS=""
+PROBE_ONLY=0
 PREFIX=bg
 BRIDGE=br-bg
 SUBNET=10.77.0
 LOCK=/run/bagua-netemu.lock
 
 usage() {
-  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -35,8 +39,9 @@ die() {
   exit 1
 }
 
-while getopts "n:r:m:h" opt; do
+while getopts "n:r:m:ph" opt; do
   case $opt in
+    p) PROBE_ONLY=1 ;;
     n) RANKS=$OPTARG ;;
     r) RATE=$OPTARG ;;
     m) MPIRUN_ARGS=$OPTARG ;;
@@ -45,14 +50,32 @@ while getopts "n:r:m:h" opt; do
 done
 shift $((OPTIND - 1))
 [[ ${1:-} == "--" ]] && shift
-[[ $# -ge 1 ]] || usage
+[[ $PROBE_ONLY -eq 1 || $# -ge 1 ]] || usage
 [[ $RANKS =~ ^[0-9]+$ && $RANKS -ge 1 && $RANKS -le 200 ]] || die "-n must be 1..200, got '$RANKS'"
 
-# Refuse clearly when the machine cannot do it.
-[[ $(id -u) -eq 0 ]] || die "must run as root (it creates network namespaces and qdiscs)"
-for tool in ip tc mpirun flock; do
-  command -v "$tool" >/dev/null || die "'$tool' not found"
-done
+# Refuse clearly when the machine cannot do it: root, the tools, and a
+# namespace, a bridge and a tbf qdisc of this rate, under names of this
+# process only (a network another caller runs is left alone).
+probe() {
+  [[ $(id -u) -eq 0 ]] || die "must run as root (it creates network namespaces and qdiscs)"
+  for tool in ip tc mpirun flock; do
+    command -v "$tool" >/dev/null || die "'$tool' not found"
+  done
+  local ns="${PREFIX}probe$$" bridge="brp$$"
+  ip netns add "$ns" 2>/dev/null || die "this kernel does not support network namespaces"
+  ip netns del "$ns"
+  ip link add "$bridge" type bridge 2>/dev/null || die "cannot create a bridge device"
+  if ! tc qdisc replace dev "$bridge" root tbf rate "$RATE" burst 256kb latency 100ms 2>/dev/null; then
+    ip link del "$bridge"
+    die "the tbf qdisc is unavailable (kernel module sch_tbf) or rate '$RATE' is invalid"
+  fi
+  ip link del "$bridge"
+}
+probe
+if [[ $PROBE_ONLY -eq 1 ]]; then
+  echo "netemu: this machine can emulate $RATE links"
+  exit 0
+fi
 
 exec 9>"$LOCK"
 flock -w 600 9 || die "another emulated network is running (lock $LOCK)"
@@ -69,15 +92,9 @@ trap teardown EXIT INT TERM
 # Leftovers of a run that was killed hard.
 teardown
 
-ip netns add "${PREFIX}probe" 2>/dev/null || die "this kernel does not support network namespaces"
-ip netns del "${PREFIX}probe"
-ip link add "$BRIDGE" type bridge 2>/dev/null || die "cannot create a bridge device"
+ip link add "$BRIDGE" type bridge
 ip link set "$BRIDGE" up
 ip addr add "$SUBNET.254/24" dev "$BRIDGE"
-if ! tc qdisc replace dev "$BRIDGE" root tbf rate "$RATE" burst 256kb latency 100ms 2>/dev/null; then
-  die "the tbf qdisc is unavailable (kernel module sch_tbf) or rate '$RATE' is invalid"
-fi
-tc qdisc del dev "$BRIDGE" root
 
 # One host per rank: namespace, veth into the bridge, address, tbf both ways.
 for ((i = 0; i < RANKS; i++)); do
