@@ -5,12 +5,14 @@
 # markdown table and a PNG plot (fraction of the link limit and speed-up over
 # the best MPI algorithm against the rank count, at the largest size).
 #
-# usage: bench/scaling.sh [-b BUILD] [-o OUT] [-q] [-i ITERS] [-w WARMUP]
+# usage: bench/scaling.sh [-b BUILD] [-o OUT] [-q] [-r RATES] [-s MIB] [-i ITERS] [-w WARMUP]
 #   -b BUILD   meson build directory with bench/compressed (default build)
 #   -o OUT     output directory (default BUILD/scaling)
 #   -q         reduced sweep, a few minutes: 100mbit at 2,4,8 ranks with 1 and 4 MiB,
 #              1gbit at 2,4 ranks with 1 and 16 MiB (default: the full sweep,
 #              100mbit at 2..8 ranks and 1gbit at 2..4 ranks, 1, 4, 16, 64 MiB each)
+#   -r RATES   only these link rates of the sweep, comma-separated (e.g. 1gbit)
+#   -s MIB     sizes in MiB, comma-separated, in place of the sweep's (e.g. 1,4,16)
 #   -i ITERS   timed calls per row (default 2), -w WARMUP untimed ones (default 1)
 # Each emulated run holds /tmp/bagua-measure.lock (the machine's measurement
 # lock) only while it runs; the load average at its start goes into the table.
@@ -23,14 +25,18 @@ out=""
 quick=0
 iters=2
 warmup=1
-while getopts "b:o:qi:w:h" opt; do
+rates=""
+sizes_given=""
+while getopts "b:o:qr:s:i:w:h" opt; do
   case $opt in
     b) build=$OPTARG ;;
     o) out=$OPTARG ;;
     q) quick=1 ;;
+    r) rates=$OPTARG ;;
+    s) sizes_given=$OPTARG ;;
     i) iters=$OPTARG ;;
     w) warmup=$OPTARG ;;
-    *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 build=$(cd "$build" && pwd)
@@ -56,6 +62,8 @@ csv="$out/scaling.csv"
 echo "rate,ranks,size_mib,algorithm,time_ms,sent_bytes,link_ms,link_fraction,vs_best_mpi,load" >"$csv"
 for run in "${runs[@]}"; do
   read -r rate n sizes <<<"$run"
+  [ -z "$rates" ] || [[ ",$rates," == *",$rate,"* ]] || continue
+  sizes=${sizes_given:-$sizes}
   load=$(cut -d' ' -f1 /proc/loadavg)
   echo "== $rate, $n ranks, $sizes MiB (load $load)" >&2
   flock /tmp/bagua-measure.lock "$root/bench/netemu.sh" -n "$n" -r "$rate" -- \
@@ -75,7 +83,7 @@ awk -F, '
   { key = $1 "," $2 "," $3
     if (!(key in seen)) { seen[key] = 1; keys[++nk] = key; load[key] = $10 }
     if (!($4 in known)) { known[$4] = 1; algos[++na] = $4 }
-    cell[key, $4] = sprintf("%.0f (%.0f%%, %sx)", $5, 100 * $8, $9) }
+    cell[key, $4] = sprintf("%.3g (%.0f%%, %sx)", $5, 100 * $8, $9) }
   END {
     printf "| link | ranks | MiB | load |"
     for (a = 1; a <= na; a++) printf " %s |", algos[a]
@@ -92,7 +100,8 @@ awk -F, '
 {
   echo
   echo "Cells: time per call in ms (fraction of the link limit of the bytes the algorithm"
-  echo "sends, speed-up over the best of Open MPI's default and ring allreduce)."
+  echo "sends, speed-up over the best of Open MPI's default and ring allreduce). Fractions"
+  echo "above 100% are sends that fit in tbf's 256 KB burst, which the limit does not count."
 } >>"$md"
 cat "$md"
 
@@ -114,15 +123,17 @@ png="$out/scaling.png"
   echo "set terminal pngcairo size 1200,$((420 * ${#panels[@]}))"
   echo "set output '$png'"
   echo "set multiplot layout ${#panels[@]},2"
-  echo "set grid; set key outside right; set xlabel 'ranks'"
+  echo "set termoption noenhanced"
+  echo "set grid; set key outside right; set xlabel 'ranks'; set xtics 1"
   for panel in "${panels[@]}"; do
     rate=${panel%%:*} size=${panel#*:}
     for column in 2 3; do
       if [ $column -eq 2 ]; then
         echo "set title '$rate, $size MiB: fraction of the link limit'; set ylabel 'link time / time'"
+        echo "unset logscale y"
       else
         echo "set title '$rate, $size MiB: speed-up over the best MPI_Allreduce'"
-        echo "set ylabel 'best MPI time / time'"
+        echo "set ylabel 'best MPI time / time (log)'; set logscale y"
       fi
       plots=()
       for dat in "$out/$rate"-*.dat; do
