@@ -56,13 +56,19 @@ else
   for n in 2 3 4; do runs+=("1gbit $n 1,4,16,64"); done
 fi
 
+# Only the rates asked for.
+selected=()
+for run in "${runs[@]}"; do
+  [ -z "$rates" ] || [[ ",$rates," == *",${run%% *},"* ]] && selected+=("$run")
+done
+[ ${#selected[@]} -gt 0 ] || { echo "scaling: -r '$rates' names no rate of the sweep (100mbit, 1gbit)" >&2; exit 2; }
+
 # One emulated run per entry; its rows become CSV lines:
 # rate,ranks,size_mib,algorithm,time_ms,sent_bytes,link_ms,link_fraction,vs_best_mpi,load
 csv="$out/scaling.csv"
 echo "rate,ranks,size_mib,algorithm,time_ms,sent_bytes,link_ms,link_fraction,vs_best_mpi,load" >"$csv"
-for run in "${runs[@]}"; do
+for run in "${selected[@]}"; do
   read -r rate n sizes <<<"$run"
-  [ -z "$rates" ] || [[ ",$rates," == *",$rate,"* ]] || continue
   sizes=${sizes_given:-$sizes}
   load=$(cut -d' ' -f1 /proc/loadavg)
   echo "== $rate, $n ranks, $sizes MiB (load $load)" >&2

@@ -36,7 +36,7 @@ grep -q "BAGUA_BENCH_LINK 'fast' is not a rate" <<<"$out" || fail "no message fo
 
 if [ -n "$compressed" ]; then
   out=$("$mpiexec" -np 3 "$compressed" -s 0.25 -i 1 -w 1 --link 100mbit)
-  rows=$(grep -v '^#' <<<"$out" | wc -l)
+  rows=$(grep -vc '^#' <<<"$out")
   [ "$rows" -ge 6 ] || fail "bagua-bench-compressed: $rows rows:"$'\n'"$out"
   # Exact rows: "0 wrong"; every row has its link fraction.
   grep -v '^#' <<<"$out" | awk '($12 == "wrong" && $11 != 0) || $10 !~ /%$/ { bad = 1 }
