@@ -1,11 +1,15 @@
 // Compressed allreduce benchmark: in one run, MPI_Allreduce (Open MPI's
 // default algorithm and its ring), bagua_allreduce (exact), and the
-// compressed bagua_allreduce_q8, bagua_allreduce_fp16 and bagua_allreduce_sign,
-// on float32 buffers. Columns follow nccl-tests; the last column is the speed
-// relative to the best MPI_Allreduce of the same run (> 1: faster).
+// compressed bagua_allreduce_q8, _fp16, _bf16 and bagua_allreduce_sign, on
+// float32 buffers. Columns follow nccl-tests; with a link rate (--link RATE or
+// BAGUA_BENCH_LINK, set by bench/netemu.sh) each row also shows the bytes a
+// rank sends, the time the link alone needs for them and the fraction of that
+// limit reached; the last column is the speed relative to the best
+// MPI_Allreduce of the same run (> 1: faster).
 //
 // usage: mpirun -np N bagua-bench-compressed [-s MiB,MiB,...] [-i ITERS] [-w WARMUP]
-//                                            [-a mpi,ring,bagua,q8,fp16,sign]
+//                                            [-a mpi,ring,bagua,q8,fp16,bf16,sign]
+//                                            [--link RATE]
 // Open MPI's ring is selected for one duplicated communicator through the
 // MPI_T control variable coll_tuned_allreduce_algorithm (4 = ring), which
 // needs coll_tuned_use_dynamic_rules=1: this program sets that in its
@@ -22,14 +26,18 @@
 #include <vector>
 
 #include "bagua.h"
+#include "link_columns.hpp"
 
 namespace {
+
+const std::vector<std::string> kAlgorithms{"mpi", "ring", "bagua", "q8", "fp16", "bf16", "sign"};
 
 struct Config {
   std::vector<double> sizes_mib{1, 16, 64};
   int iters = 5;
   int warmup = 1;
-  std::vector<std::string> algos{"mpi", "ring", "bagua", "q8", "fp16", "sign"};
+  std::vector<std::string> algos = kAlgorithms;
+  bagua_bench::LinkColumns link;
 };
 
 std::vector<std::string> split(const std::string &s) {
@@ -39,7 +47,8 @@ std::vector<std::string> split(const std::string &s) {
   return out;
 }
 
-bool parse(int argc, char **argv, Config *c) {
+bool parse(int argc, char **argv, Config *c, std::string *why) {
+  const char *link = nullptr;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "-s") {
@@ -51,11 +60,18 @@ bool parse(int argc, char **argv, Config *c) {
       c->warmup = std::atoi(value.c_str());
     } else if (flag == "-a") {
       c->algos = split(value);
+      for (const std::string &algo : c->algos)
+        if (std::find(kAlgorithms.begin(), kAlgorithms.end(), algo) == kAlgorithms.end()) {
+          *why = "unknown algorithm '" + algo + "' in -a";
+          return false;
+        }
+    } else if (flag == "--link" || flag == "-l") {
+      link = argv[i + 1];
     } else {
       return false;
     }
   }
-  return (argc % 2) == 1 && c->iters > 0 && c->warmup >= 0;
+  return (argc % 2) == 1 && c->iters > 0 && c->warmup >= 0 && c->link.init(link, why);
 }
 
 // Open MPI's ring allreduce on a fresh duplicate of MPI_COMM_WORLD.
@@ -105,6 +121,7 @@ class Bench {
     if (algo == "bagua") return bagua_allreduce(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     if (algo == "q8") return bagua_allreduce_q8(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     if (algo == "fp16") return bagua_allreduce_fp16(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    if (algo == "bf16") return bagua_allreduce_bf16(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     if (algo == "sign")
       return bagua_allreduce_sign(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, sign_);
     return -1;
@@ -162,7 +179,28 @@ class Bench {
   bagua_sign_state_t sign_ = nullptr;
 };
 
-void print_size(size_t count, int n, const std::vector<Row> &rows) {
+// What crosses the wire for each row: MPI's rows are charged the exact
+// allreduce's volume, the least a bandwidth-optimal algorithm sends.
+bagua_algorithm wire_of(const std::string &algo) {
+  if (algo == "q8") return BAGUA_ALGORITHM_Q8;
+  if (algo == "fp16") return BAGUA_ALGORITHM_FP16;
+  if (algo == "bf16") return BAGUA_ALGORITHM_BF16;
+  if (algo == "sign") return BAGUA_ALGORITHM_SIGN;
+  return BAGUA_ALGORITHM_EXACT;
+}
+
+// The bytes this rank sends in one call of `algo`, as the library counts them.
+long long bytes_sent(const std::string &algo, size_t count) {
+  MPI_Count bytes = 0;
+  if (bagua_allreduce_bytes(wire_of(algo), MPI_Count(count), MPI_FLOAT, MPI_COMM_WORLD, &bytes) !=
+      BAGUA_SUCCESS) {
+    std::fprintf(stderr, "bagua_allreduce_bytes: %s\n", bagua_last_error());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  return static_cast<long long>(bytes);
+}
+
+void print_size(size_t count, int n, const Config &config, const std::vector<Row> &rows) {
   double best_mpi = 0;
   for (const Row &r : rows)
     if (r.algo == "mpi" || r.algo == "ring")
@@ -172,8 +210,10 @@ void print_size(size_t count, int n, const std::vector<Row> &rows) {
     const double algbw = bytes / r.seconds / 1e9, busbw = algbw * 2.0 * (n - 1) / n;
     char ratio[32] = "-";
     if (best_mpi > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", best_mpi / r.seconds);
-    std::printf("%12.0f %11zu %6s %9s %12.0f %8.3f %8.3f %13s %11s\n", bytes, count, "float",
-                r.algo.c_str(), r.seconds * 1e6, algbw, busbw, r.error.c_str(), ratio);
+    std::printf("%12.0f %11zu %6s %9s %12.0f %8.3f %8.3f%s %13s %11s\n", bytes, count, "float",
+                r.algo.c_str(), r.seconds * 1e6, algbw, busbw,
+                config.link.cells(bytes_sent(r.algo, count), r.seconds).c_str(), r.error.c_str(),
+                ratio);
   }
   std::fflush(stdout);
 }
@@ -187,11 +227,14 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   Config config;
-  if (!parse(argc, argv, &config)) {
+  std::string why;
+  if (!parse(argc, argv, &config, &why)) {
     if (rank == 0)
       std::fprintf(stderr,
-                   "usage: bagua-bench-compressed [-s MiB,...] [-i ITERS] [-w WARMUP] "
-                   "[-a mpi,ring,bagua,q8,fp16,sign]\n");
+                   "bagua-bench-compressed: %s\nusage: bagua-bench-compressed [-s MiB,...] "
+                   "[-i ITERS] [-w WARMUP] [-a mpi,ring,bagua,q8,fp16,bf16,sign] "
+                   "[--link RATE]\n",
+                   why.empty() ? "bad arguments" : why.c_str());
     MPI_Finalize();
     return 2;
   }
@@ -205,11 +248,12 @@ int main(int argc, char **argv) {
   }
   if (rank == 0) {
     std::printf(
-        "# bagua-bench-compressed: %d ranks, %d iterations (+%d warm-up), "
+        "# bagua-bench-compressed: %d ranks, %d iterations (+%d warm-up), link %s, "
         "ratio = best MPI_Allreduce time / time\n",
-        n, config.iters, config.warmup);
-    std::printf("# %10s %11s %6s %9s %12s %8s %8s %13s %11s\n", "size(B)", "count", "type",
-                "algorithm", "time(us)", "algbw", "busbw", "error", "vs best MPI");
+        n, config.iters, config.warmup, config.link.name());
+    std::printf("# %10s %11s %6s %9s %12s %8s %8s%s %13s %11s\n", "size(B)", "count", "type",
+                "algorithm", "time(us)", "algbw", "busbw",
+                bagua_bench::LinkColumns::header().c_str(), "error", "vs best MPI");
   }
   for (double mib : config.sizes_mib) {
     const auto count = size_t(mib * 1024 * 1024 / sizeof(float));
@@ -217,7 +261,7 @@ int main(int argc, char **argv) {
     std::vector<Row> rows;
     for (const std::string &algo : config.algos)
       rows.push_back(bench.measure(algo, config.iters, config.warmup));
-    if (rank == 0) print_size(count, n, rows);
+    if (rank == 0) print_size(count, n, config, rows);
   }
   MPI_Comm_free(&mpi_default);
   if (mpi_ring != MPI_COMM_NULL) MPI_Comm_free(&mpi_ring);

@@ -13,12 +13,20 @@ using codec::CodecStatus;
 // Encoded segments live in fixed-size slots, 64-byte aligned.
 constexpr size_t kSlotAlign = 64;
 
-size_t segment_elems(size_t segment_bytes, const ChunkCodec &codec) {
-  const size_t block = codec.block_elems();
-  return std::max(block, segment_bytes / sizeof(float) / block * block);
-}
-size_t segment_elems(const AlgoContext &ctx, const ChunkCodec &codec) {
-  return segment_elems(ctx.segment_bytes, codec);
+// Pipeline depth: a chunk is cut into at least kMinSegments segments, so the
+// encoding, scatter, reduction and gather of different segments overlap even
+// where a whole chunk is below BAGUA_SEGMENT_BYTES (many ranks, a few MiB),
+// but no segment gets smaller than kMinSegmentBytes of float32 (per-message
+// cost) unless BAGUA_SEGMENT_BYTES itself is. Measured in doc/benchmarks.md.
+constexpr size_t kMinSegments = 8;
+constexpr size_t kMinSegmentBytes = 64 << 10;
+
+size_t segment_elems(size_t segment_bytes, const ChunkCodec &codec, size_t count, int ranks) {
+  const size_t block = codec.block_elems(), most = segment_bytes / sizeof(float);
+  const size_t least = std::min(most, kMinSegmentBytes / sizeof(float));
+  const size_t chunk = (count + size_t(ranks) - 1) / size_t(ranks);
+  const size_t per = std::clamp(chunk / kMinSegments, least, most);
+  return std::max(block, per / block * block);
 }
 
 // ByteGrad over n ranks. The buffer is cut into n chunks (RingPlan: sizes
@@ -41,9 +49,10 @@ class ByteGrad {
         t_(ctx.transport),
         n_(t_.size()),
         r_(t_.rank()),
-        plan_(args.count, n_, segment_elems(ctx, codec)),
+        segment_elems_(segment_elems(ctx.segment_bytes, codec, args.count, n_)),
+        plan_(args.count, n_, segment_elems_),
         kmax_(plan_.segments(0)),
-        slot_bytes_(round_up(codec.encoded_bytes(segment_elems(ctx, codec)), kSlotAlign)),
+        slot_bytes_(round_up(codec.encoded_bytes(segment_elems_), kSlotAlign)),
         region_bytes_(size_t(n_) * kmax_ * slot_bytes_),
         scatter_sends_(t_, n_, [&](size_t) { return kmax_; }),
         scatter_recvs_(t_, n_, [&](size_t) { return kmax_; }),
@@ -53,7 +62,7 @@ class ByteGrad {
 
   Status run() {
     ctx_.scratch.resize(3 * region_bytes_ + kSlotAlign);
-    acc_ = codec_.accumulator(segment_elems(ctx_, codec_));
+    acc_ = codec_.accumulator(segment_elems_);
     BAGUA_TRY(post_receives());
     for (size_t k = 0; k < kmax_; ++k) {
       BAGUA_TRY(scatter_segment(k));
@@ -214,6 +223,7 @@ class ByteGrad {
   const CompressedArgs &args_;
   Transport &t_;
   const int n_, r_;
+  const size_t segment_elems_;
   const RingPlan plan_;
   const size_t kmax_;
   const size_t slot_bytes_, region_bytes_;
@@ -240,7 +250,7 @@ Status allreduce_single(ChunkCodec &codec, const CompressedArgs &args) {
 size_t bytegrad_bytes_sent(const ChunkCodec &codec, size_t count, int rank, int ranks,
                            size_t segment_bytes) {
   if (ranks <= 1) return 0;
-  const RingPlan plan(count, ranks, segment_elems(segment_bytes, codec));
+  const RingPlan plan(count, ranks, segment_elems(segment_bytes, codec, count, ranks));
   const auto chunk_bytes = [&](int c) {
     size_t bytes = 0;
     for (size_t k = 0; k < plan.segments(c); ++k)

@@ -72,7 +72,9 @@ struct CompressedArgs {
 
 // ByteGrad: all-to-all of encoded chunks, float32 reduction of the own chunk
 // by its owner, re-encode, allgather, decode; pipelined per segment
-// (ctx.segment_bytes / 4 elements, rounded to codec blocks).
+// (ctx.segment_bytes / 4 elements, fewer where a chunk would have under 8
+// segments, but at least 16384 unless ctx.segment_bytes is smaller; rounded
+// to codec blocks).
 Status allreduce_compressed(AlgoContext &ctx, ChunkCodec &codec, const CompressedArgs &args);
 
 // Bytes `rank` of `ranks` sends in one allreduce_compressed of `count`

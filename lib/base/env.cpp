@@ -21,7 +21,8 @@ constexpr EnvVar kVars[] = {
     {"BAGUA_RING_THRESHOLD", "65536",
      "Message size in bytes from which auto uses the ring instead of recursive doubling."},
     {"BAGUA_SEGMENT_BYTES", "1048576",
-     "Pipeline segment size in bytes for ring algorithms (4096 .. 1 GiB)."},
+     "Pipeline segment size in bytes for ring algorithms (4096 .. 1 GiB); compressed "
+     "allreduces cut a chunk shorter than 8 segments into 8, none below 64 KiB."},
     {"BAGUA_CHECK_CALLS", "1",
      "1 = before any data moves, the ranks of each call compare a fingerprint of it (family, "
      "algorithm, count, datatype, op) and all return BAGUA_ERR_MISMATCH if they differ (a "
@@ -87,6 +88,12 @@ constexpr EnvVar kVars[] = {
     {"BAGUA_TORCH_MASTER_ADDR", "",
      "bagua_torch.init(): address other ranks reach rank 0's TCPStore at; empty = rank 0's "
      "hostname.",
+     true},
+    // @env bench (read by bagua-bench and bagua-bench-compressed, doc/tools.md)
+    {"BAGUA_BENCH_LINK", "",
+     "Benchmarks: link rate (tc syntax, e.g. 100mbit, 1gbit) for the columns bytes sent, link "
+     "time and fraction of the link limit; --link overrides it; bench/netemu.sh sets it to its "
+     "rate; empty = no link columns.",
      true},
     // @env pmpi (read by libbagua-pmpi, doc/pmpi.md)
     {"BAGUA_PMPI", "off",

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The benchmarks check the rows they time: every row of bagua-bench (each
+# datatype, sum and avg, both contenders) and of bagua-bench-compressed must
+# report 0 wrong elements and carry the link columns; a malformed link rate
+# is refused with a message naming it.
+#   check_bench.sh MPIEXEC bagua-bench [bagua-bench-compressed]
+set -uo pipefail
+mpiexec=$1 bench=$2 compressed=${3:-}
+status=0
+
+fail() {
+  echo "FAIL: $*"
+  status=1
+}
+
+# Rows of a bagua-bench run: the datatype column and the #wrong column
+# (12th field when a link rate is given).
+check_bench_rows() {
+  local type=$1 op=$2 out rows
+  out=$("$mpiexec" -np 2 "$bench" -b 4K -e 1M -f 16 -n 2 -w 1 -d "$type" -o "$op" --link 1gbit)
+  rows=$(grep -v '^#' <<<"$out" | awk -v t="$type" '$3 == t' | wc -l)
+  [ "$rows" -eq 6 ] || fail "bagua-bench -d $type -o $op: $rows rows, want 6:"$'\n'"$out"
+  grep -v '^#' <<<"$out" | awk '$12 != 0 || $11 !~ /%$/ { bad = 1 } END { exit bad }' ||
+    fail "bagua-bench -d $type -o $op: wrong elements or no link columns:"$'\n'"$out"
+}
+
+for type in float double float16 bfloat16; do
+  for op in sum avg; do check_bench_rows "$type" "$op"; done
+done
+
+# A bad rate, as option and as environment variable.
+out=$("$mpiexec" -np 1 "$bench" --link 1gxbit 2>&1) && fail "bagua-bench accepted --link 1gxbit"
+grep -q "'1gxbit' is not a rate" <<<"$out" || fail "no message for --link 1gxbit:"$'\n'"$out"
+out=$(BAGUA_BENCH_LINK=fast "$mpiexec" -np 1 "$bench" 2>&1) && fail "accepted BAGUA_BENCH_LINK=fast"
+grep -q "BAGUA_BENCH_LINK 'fast' is not a rate" <<<"$out" || fail "no message for 'fast':"$'\n'"$out"
+
+if [ -n "$compressed" ]; then
+  out=$("$mpiexec" -np 3 "$compressed" -s 0.25 -i 1 -w 1 --link 100mbit)
+  rows=$(grep -vc '^#' <<<"$out")
+  [ "$rows" -ge 6 ] || fail "bagua-bench-compressed: $rows rows:"$'\n'"$out"
+  # Exact rows: "0 wrong"; every row has its link fraction.
+  grep -v '^#' <<<"$out" | awk '($12 == "wrong" && $11 != 0) || $10 !~ /%$/ { bad = 1 }
+    END { exit bad }' || fail "bagua-bench-compressed: wrong elements or no link columns:"$'\n'"$out"
+  out=$("$mpiexec" -np 1 "$compressed" -a q9 2>&1) && fail "bagua-bench-compressed accepted -a q9"
+  grep -q "unknown algorithm 'q9'" <<<"$out" || fail "no message for -a q9:"$'\n'"$out"
+fi
+[ $status -eq 0 ] && echo "bench checks passed"
+exit $status
