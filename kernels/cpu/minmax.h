@@ -198,4 +198,39 @@ CodecStatus decode_accumulate_minmax(Isa isa, const void *in, size_t in_bytes, s
 
 }  // namespace bagua::codec::cpu
 
+// Defines the entry points of codec.h and codec_cpu.h of the min-max codec
+// `name` (q8, q4) whose payload layer is the struct C of namespace cpu.
+#define BAGUA_DEFINE_MINMAX_CODEC(name, C)                                                        \
+  namespace bagua::codec::cpu {                                                                   \
+  CodecStatus name##_encode(Isa isa, const void *src, DType t, size_t count, uint32_t block_elems, \
+                            void *out) {                                                          \
+    return encode_minmax<C>(isa, src, t, count, block_elems, out);                                \
+  }                                                                                               \
+  CodecStatus name##_decode(Isa isa, const void *in, size_t in_bytes, size_t count,               \
+                            uint32_t block_elems, void *dst, DType t) {                           \
+    return decode_minmax<C>(isa, in, in_bytes, count, block_elems, dst, t);                       \
+  }                                                                                               \
+  CodecStatus name##_decode_accumulate(Isa isa, const void *in, size_t in_bytes, size_t count,    \
+                                       uint32_t block_elems, float *acc) {                        \
+    return decode_accumulate_minmax<C>(isa, in, in_bytes, count, block_elems, acc);               \
+  }                                                                                               \
+  }                                                                                               \
+  namespace bagua::codec {                                                                        \
+  size_t name##_encoded_bytes(size_t count, uint32_t block_elems) {                               \
+    return cpu::minmax_encoded_bytes<cpu::C>(count, block_elems);                                 \
+  }                                                                                               \
+  CodecStatus name##_encode(const void *src, DType t, size_t count, uint32_t block_elems,         \
+                            void *out) {                                                          \
+    return cpu::name##_encode(cpu::best_isa(), src, t, count, block_elems, out);                  \
+  }                                                                                               \
+  CodecStatus name##_decode(const void *in, size_t in_bytes, size_t count, uint32_t block_elems,  \
+                            void *dst, DType t) {                                                 \
+    return cpu::name##_decode(cpu::best_isa(), in, in_bytes, count, block_elems, dst, t);         \
+  }                                                                                               \
+  CodecStatus name##_decode_accumulate(const void *in, size_t in_bytes, size_t count,             \
+                                       uint32_t block_elems, float *acc) {                        \
+    return cpu::name##_decode_accumulate(cpu::best_isa(), in, in_bytes, count, block_elems, acc); \
+  }                                                                                               \
+  }
+
 #endif

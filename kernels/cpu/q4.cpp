@@ -74,42 +74,6 @@ struct Q4 {
 };
 
 }  // namespace
-
-CodecStatus q4_encode(Isa isa, const void *src, DType t, size_t count, uint32_t block_elems,
-                      void *out) {
-  return encode_minmax<Q4>(isa, src, t, count, block_elems, out);
-}
-
-CodecStatus q4_decode(Isa isa, const void *in, size_t in_bytes, size_t count, uint32_t block_elems,
-                      void *dst, DType t) {
-  return decode_minmax<Q4>(isa, in, in_bytes, count, block_elems, dst, t);
-}
-
-CodecStatus q4_decode_accumulate(Isa isa, const void *in, size_t in_bytes, size_t count,
-                                 uint32_t block_elems, float *acc) {
-  return decode_accumulate_minmax<Q4>(isa, in, in_bytes, count, block_elems, acc);
-}
-
 }  // namespace bagua::codec::cpu
 
-namespace bagua::codec {
-
-size_t q4_encoded_bytes(size_t count, uint32_t block_elems) {
-  return cpu::minmax_encoded_bytes<cpu::Q4>(count, block_elems);
-}
-
-CodecStatus q4_encode(const void *src, DType t, size_t count, uint32_t block_elems, void *out) {
-  return cpu::q4_encode(cpu::best_isa(), src, t, count, block_elems, out);
-}
-
-CodecStatus q4_decode(const void *in, size_t in_bytes, size_t count, uint32_t block_elems,
-                      void *dst, DType t) {
-  return cpu::q4_decode(cpu::best_isa(), in, in_bytes, count, block_elems, dst, t);
-}
-
-CodecStatus q4_decode_accumulate(const void *in, size_t in_bytes, size_t count,
-                                 uint32_t block_elems, float *acc) {
-  return cpu::q4_decode_accumulate(cpu::best_isa(), in, in_bytes, count, block_elems, acc);
-}
-
-}  // namespace bagua::codec
+BAGUA_DEFINE_MINMAX_CODEC(q4, Q4)

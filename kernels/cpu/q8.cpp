@@ -52,42 +52,6 @@ struct Q8 {
 };
 
 }  // namespace
-
-CodecStatus q8_encode(Isa isa, const void *src, DType t, size_t count, uint32_t block_elems,
-                      void *out) {
-  return encode_minmax<Q8>(isa, src, t, count, block_elems, out);
-}
-
-CodecStatus q8_decode(Isa isa, const void *in, size_t in_bytes, size_t count, uint32_t block_elems,
-                      void *dst, DType t) {
-  return decode_minmax<Q8>(isa, in, in_bytes, count, block_elems, dst, t);
-}
-
-CodecStatus q8_decode_accumulate(Isa isa, const void *in, size_t in_bytes, size_t count,
-                                 uint32_t block_elems, float *acc) {
-  return decode_accumulate_minmax<Q8>(isa, in, in_bytes, count, block_elems, acc);
-}
-
 }  // namespace bagua::codec::cpu
 
-namespace bagua::codec {
-
-size_t q8_encoded_bytes(size_t count, uint32_t block_elems) {
-  return cpu::minmax_encoded_bytes<cpu::Q8>(count, block_elems);
-}
-
-CodecStatus q8_encode(const void *src, DType t, size_t count, uint32_t block_elems, void *out) {
-  return cpu::q8_encode(cpu::best_isa(), src, t, count, block_elems, out);
-}
-
-CodecStatus q8_decode(const void *in, size_t in_bytes, size_t count, uint32_t block_elems,
-                      void *dst, DType t) {
-  return cpu::q8_decode(cpu::best_isa(), in, in_bytes, count, block_elems, dst, t);
-}
-
-CodecStatus q8_decode_accumulate(const void *in, size_t in_bytes, size_t count,
-                                 uint32_t block_elems, float *acc) {
-  return cpu::q8_decode_accumulate(cpu::best_isa(), in, in_bytes, count, block_elems, acc);
-}
-
-}  // namespace bagua::codec
+BAGUA_DEFINE_MINMAX_CODEC(q8, Q8)

@@ -154,4 +154,23 @@ CodecStatus minmax_decode_accumulate(const void *in, size_t in_bytes, size_t cou
 
 }  // namespace bagua::codec::gpu
 
+// Defines the entry points of codec_cuda.h of the min-max codec `name` (q8,
+// q4) whose payload layer is the struct C of namespace gpu.
+#define BAGUA_DEFINE_MINMAX_CODEC_GPU(name, C)                                                   \
+  namespace bagua::codec::gpu {                                                                  \
+  CodecStatus name##_encode(const void *src, DType t, size_t count, uint32_t block_elems,        \
+                            void *out, cudaStream_t stream) {                                    \
+    return minmax_encode<C>(src, t, count, block_elems, out, stream);                            \
+  }                                                                                              \
+  CodecStatus name##_decode(const void *in, size_t in_bytes, size_t count, uint32_t block_elems, \
+                            void *dst, DType t, uint32_t *status, cudaStream_t stream) {         \
+    return minmax_decode_into<C>(in, in_bytes, count, block_elems, dst, t, status, stream);      \
+  }                                                                                              \
+  CodecStatus name##_decode_accumulate(const void *in, size_t in_bytes, size_t count,            \
+                                       uint32_t block_elems, float *acc, uint32_t *status,       \
+                                       cudaStream_t stream) {                                    \
+    return minmax_decode_accumulate<C>(in, in_bytes, count, block_elems, acc, status, stream);   \
+  }                                                                                              \
+  }
+
 #endif

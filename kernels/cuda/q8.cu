@@ -21,21 +21,6 @@ struct Q8 {
 };
 
 }  // namespace
-
-CodecStatus q8_encode(const void *src, DType t, size_t count, uint32_t block_elems, void *out,
-                      cudaStream_t stream) {
-  return minmax_encode<Q8>(src, t, count, block_elems, out, stream);
-}
-
-CodecStatus q8_decode(const void *in, size_t in_bytes, size_t count, uint32_t block_elems,
-                      void *dst, DType t, uint32_t *status, cudaStream_t stream) {
-  return minmax_decode_into<Q8>(in, in_bytes, count, block_elems, dst, t, status, stream);
-}
-
-CodecStatus q8_decode_accumulate(const void *in, size_t in_bytes, size_t count,
-                                 uint32_t block_elems, float *acc, uint32_t *status,
-                                 cudaStream_t stream) {
-  return minmax_decode_accumulate<Q8>(in, in_bytes, count, block_elems, acc, status, stream);
-}
-
 }  // namespace bagua::codec::gpu
+
+BAGUA_DEFINE_MINMAX_CODEC_GPU(q8, Q8)
