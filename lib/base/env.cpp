@@ -31,7 +31,7 @@ constexpr EnvVar kVars[] = {
      ">= 32767 caps it (e.g. 32767, the MPI standard's minimum, to test the smallest tag "
      "space)."},
     {"BAGUA_HIERARCHICAL", "0",
-     "Compressed allreduce (q8, fp16, sign): 1 = exact reduce to a leader per node, "
+     "Compressed allreduce (q8, q4, fp16, sign): 1 = exact reduce to a leader per node, "
      "compressed allreduce among the leaders, broadcast inside the node; 0 = flat."},
     {"BAGUA_NODE_SIZE", "0",
      "Nodes of hierarchical mode: 0 = ranks that share memory (MPI_COMM_TYPE_SHARED); "
@@ -39,6 +39,9 @@ constexpr EnvVar kVars[] = {
     {"BAGUA_CODEC_BLOCK", "2048",
      "Elements per q8 / sign block (power of two, 64 .. 1048576): smaller blocks lower "
      "the error, larger ones the header overhead."},
+    {"BAGUA_Q4_BLOCK", "256",
+     "Elements per q4 block (power of two, 64 .. 1048576): 4 bits leave 15 steps per block "
+     "range, so q4 needs smaller blocks than q8 (doc/codecs.md)."},
     {"BAGUA_PARTIAL_GROUP_SIZE", "0",
      "Partial reduce: group size P used when a call passes group_size 0; 0 means half "
      "the ranks, rounded up."},
