@@ -143,8 +143,8 @@ CodecStatus encode_minmax(Isa isa, const void *src, DType t, size_t count, uint3
 
 // Checks the arguments and every header before any output is written.
 template <class C>
-CodecStatus check_minmax_decode(const void *in, size_t in_bytes, size_t count,
-                                uint32_t block_elems, const void *dst) {
+CodecStatus check_minmax_decode(const void *in, size_t in_bytes, size_t count, uint32_t block_elems,
+                                const void *dst) {
   if (!block_elems_valid(block_elems)) return CodecStatus::bad_argument;
   const CodecStatus s =
       check_decode_args(in, in_bytes, minmax_encoded_bytes<C>(count, block_elems), count, dst);
@@ -182,7 +182,8 @@ CodecStatus decode_minmax(Isa isa, const void *in, size_t in_bytes, size_t count
   if (s != CodecStatus::ok) return s;
   return with_dtype(t, [&](auto e) {
     using E = decltype(e);
-    decode_minmax_blocks<C>(isa, in, count, block_elems, StoreSink<E>{static_cast<typename E::T *>(dst)});
+    decode_minmax_blocks<C>(isa, in, count, block_elems,
+                            StoreSink<E>{static_cast<typename E::T *>(dst)});
     return CodecStatus::ok;
   });
 }
@@ -200,37 +201,37 @@ CodecStatus decode_accumulate_minmax(Isa isa, const void *in, size_t in_bytes, s
 
 // Defines the entry points of codec.h and codec_cpu.h of the min-max codec
 // `name` (q8, q4) whose payload layer is the struct C of namespace cpu.
-#define BAGUA_DEFINE_MINMAX_CODEC(name, C)                                                        \
-  namespace bagua::codec::cpu {                                                                   \
+#define BAGUA_DEFINE_MINMAX_CODEC(name, C)                                                         \
+  namespace bagua::codec::cpu {                                                                    \
   CodecStatus name##_encode(Isa isa, const void *src, DType t, size_t count, uint32_t block_elems, \
-                            void *out) {                                                          \
-    return encode_minmax<C>(isa, src, t, count, block_elems, out);                                \
-  }                                                                                               \
-  CodecStatus name##_decode(Isa isa, const void *in, size_t in_bytes, size_t count,               \
-                            uint32_t block_elems, void *dst, DType t) {                           \
-    return decode_minmax<C>(isa, in, in_bytes, count, block_elems, dst, t);                       \
-  }                                                                                               \
-  CodecStatus name##_decode_accumulate(Isa isa, const void *in, size_t in_bytes, size_t count,    \
-                                       uint32_t block_elems, float *acc) {                        \
-    return decode_accumulate_minmax<C>(isa, in, in_bytes, count, block_elems, acc);               \
-  }                                                                                               \
-  }                                                                                               \
-  namespace bagua::codec {                                                                        \
-  size_t name##_encoded_bytes(size_t count, uint32_t block_elems) {                               \
-    return cpu::minmax_encoded_bytes<cpu::C>(count, block_elems);                                 \
-  }                                                                                               \
-  CodecStatus name##_encode(const void *src, DType t, size_t count, uint32_t block_elems,         \
-                            void *out) {                                                          \
-    return cpu::name##_encode(cpu::best_isa(), src, t, count, block_elems, out);                  \
-  }                                                                                               \
-  CodecStatus name##_decode(const void *in, size_t in_bytes, size_t count, uint32_t block_elems,  \
-                            void *dst, DType t) {                                                 \
-    return cpu::name##_decode(cpu::best_isa(), in, in_bytes, count, block_elems, dst, t);         \
-  }                                                                                               \
-  CodecStatus name##_decode_accumulate(const void *in, size_t in_bytes, size_t count,             \
-                                       uint32_t block_elems, float *acc) {                        \
-    return cpu::name##_decode_accumulate(cpu::best_isa(), in, in_bytes, count, block_elems, acc); \
-  }                                                                                               \
+                            void *out) {                                                           \
+    return encode_minmax<C>(isa, src, t, count, block_elems, out);                                 \
+  }                                                                                                \
+  CodecStatus name##_decode(Isa isa, const void *in, size_t in_bytes, size_t count,                \
+                            uint32_t block_elems, void *dst, DType t) {                            \
+    return decode_minmax<C>(isa, in, in_bytes, count, block_elems, dst, t);                        \
+  }                                                                                                \
+  CodecStatus name##_decode_accumulate(Isa isa, const void *in, size_t in_bytes, size_t count,     \
+                                       uint32_t block_elems, float *acc) {                         \
+    return decode_accumulate_minmax<C>(isa, in, in_bytes, count, block_elems, acc);                \
+  }                                                                                                \
+  }                                                                                                \
+  namespace bagua::codec {                                                                         \
+  size_t name##_encoded_bytes(size_t count, uint32_t block_elems) {                                \
+    return cpu::minmax_encoded_bytes<cpu::C>(count, block_elems);                                  \
+  }                                                                                                \
+  CodecStatus name##_encode(const void *src, DType t, size_t count, uint32_t block_elems,          \
+                            void *out) {                                                           \
+    return cpu::name##_encode(cpu::best_isa(), src, t, count, block_elems, out);                   \
+  }                                                                                                \
+  CodecStatus name##_decode(const void *in, size_t in_bytes, size_t count, uint32_t block_elems,   \
+                            void *dst, DType t) {                                                  \
+    return cpu::name##_decode(cpu::best_isa(), in, in_bytes, count, block_elems, dst, t);          \
+  }                                                                                                \
+  CodecStatus name##_decode_accumulate(const void *in, size_t in_bytes, size_t count,              \
+                                       uint32_t block_elems, float *acc) {                         \
+    return cpu::name##_decode_accumulate(cpu::best_isa(), in, in_bytes, count, block_elems, acc);  \
+  }                                                                                                \
   }
 
 #endif

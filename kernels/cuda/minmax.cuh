@@ -123,8 +123,8 @@ template <class C, class Sink>
 CodecStatus minmax_decode(const void *in, size_t in_bytes, size_t count, uint32_t block_elems,
                           const void *dst, Sink sink, uint32_t *status, cudaStream_t stream) {
   if (!block_elems_valid(block_elems)) return CodecStatus::bad_argument;
-  const CodecStatus s = check_decode(in, in_bytes, C::encoded_bytes(count, block_elems),
-                                     count, dst, status, stream);
+  const CodecStatus s =
+      check_decode(in, in_bytes, C::encoded_bytes(count, block_elems), count, dst, status, stream);
   const size_t blocks = minmax_block_count(count, block_elems);
   if (s != CodecStatus::ok || blocks == 0) return s;
   const auto *bytes = static_cast<const uint8_t *>(in);
@@ -136,9 +136,8 @@ CodecStatus minmax_decode(const void *in, size_t in_bytes, size_t count, uint32_
 }
 
 template <class C>
-CodecStatus minmax_decode_into(const void *in, size_t in_bytes, size_t count,
-                               uint32_t block_elems, void *dst, DType t, uint32_t *status,
-                               cudaStream_t stream) {
+CodecStatus minmax_decode_into(const void *in, size_t in_bytes, size_t count, uint32_t block_elems,
+                               void *dst, DType t, uint32_t *status, cudaStream_t stream) {
   return decode_into(t, dst, [&](auto sink) {
     return minmax_decode<C>(in, in_bytes, count, block_elems, dst, sink, status, stream);
   });

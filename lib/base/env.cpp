@@ -77,20 +77,20 @@ constexpr EnvVar kVars[] = {
      "bagua_torch.init(): torch.distributed backend of the default group when init() is not "
      "given one (gloo, or bagua for the c10d backend)."},
     {"BAGUA_TORCH_ALGORITHM", "exact",
-     "bagua_torch c10d backend: allreduce algorithm of floating-point sums (exact, q8, fp16, "
-     "bf16) in groups whose pg_options name none."},
+     "bagua_torch c10d backend: allreduce algorithm of floating-point sums (exact, q8, q4, "
+     "fp16, bf16) in groups whose pg_options name none."},
     {"BAGUA_TORCH_MASTER_ADDR", "",
      "bagua_torch.init(): address other ranks reach rank 0's TCPStore at; empty = rank 0's "
      "hostname.",
      true},
     // @env pmpi (read by libbagua-pmpi, doc/pmpi.md)
     {"BAGUA_PMPI", "off",
-     "PMPI interposer: where MPI_Allreduce goes: off (MPI), exact (bagua_allreduce), q8, fp16, "
-     "bf16 or sign (the compressed allreduces; float32 sums only)."},
+     "PMPI interposer: where MPI_Allreduce goes: off (MPI), exact (bagua_allreduce), q8, q4, "
+     "fp16, bf16 or sign (the compressed allreduces; float32 sums only)."},
     {"BAGUA_PMPI_MIN_COUNT", "16384",
      "PMPI interposer: calls with fewer elements stay with MPI (measured in doc/pmpi.md)."},
     {"BAGUA_PMPI_IALLREDUCE", "1",
-     "PMPI interposer: 1 = route MPI_Iallreduce in modes exact and q8, raising MPI_Init's "
+     "PMPI interposer: 1 = route MPI_Iallreduce in modes exact, q8 and q4, raising MPI_Init's "
      "thread level to MPI_THREAD_MULTIPLE; 0 = leave MPI_Iallreduce and the level to MPI."},
     {"BAGUA_PMPI_VERBOSE", "0",
      "PMPI interposer: 1 = each rank prints one line at MPI_Finalize: calls routed and "

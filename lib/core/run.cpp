@@ -164,7 +164,7 @@ void AlignedStaging::copy_back(const Call &call) const {
 std::unique_ptr<ChunkCodec> make_call_codec(const Call &call, int ranks, const Options &options) {
   // q4 has its own block size (BAGUA_Q4_BLOCK); q8 and sign share BAGUA_CODEC_BLOCK.
   const auto block = static_cast<uint32_t>(call.wire == Wire::q4 ? options.compressed.q4_block
-                                                                  : options.compressed.codec_block);
+                                                                 : options.compressed.codec_block);
   const Prescale p = prescale_of(call, ranks);
   if (call.memory == Memory::cuda)
     return make_device_codec(call.wire, block, p.contribution, p.reduced,

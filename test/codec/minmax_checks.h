@@ -17,9 +17,9 @@ namespace cpu = bagua::codec::cpu;
 
 // A min-max codec as the checks see it.
 struct MinMaxCodec {
-  double levels;                                 // 255 or 15 steps per block range
-  size_t (*payload_bytes)(size_t elems);         // padded payload of a block
-  size_t (*encoded_bytes)(size_t, uint32_t);     // public size function
+  double levels;                              // 255 or 15 steps per block range
+  size_t (*payload_bytes)(size_t elems);      // padded payload of a block
+  size_t (*encoded_bytes)(size_t, uint32_t);  // public size function
   CodecStatus (*encode_best)(const void *, DType, size_t, uint32_t, void *);
   CodecStatus (*encode)(Isa, const void *, DType, size_t, uint32_t, void *);
   CodecStatus (*decode)(Isa, const void *, size_t, size_t, uint32_t, void *, DType);

@@ -75,8 +75,8 @@ struct MinMaxPair {
   CodecStatus (*gpu_encode)(const void *, DType, size_t, uint32_t, void *, cudaStream_t);
   CodecStatus (*gpu_decode)(const void *, size_t, size_t, uint32_t, void *, DType, uint32_t *,
                             cudaStream_t);
-  CodecStatus (*gpu_decode_accumulate)(const void *, size_t, size_t, uint32_t, float *,
-                                       uint32_t *, cudaStream_t);
+  CodecStatus (*gpu_decode_accumulate)(const void *, size_t, size_t, uint32_t, float *, uint32_t *,
+                                       cudaStream_t);
 };
 
 const MinMaxPair kQ8{[](size_t n) { return (n + 15) / 16 * 16; },

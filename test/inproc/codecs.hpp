@@ -50,9 +50,9 @@ inline double smooth(int rank, size_t i) {
 // The documented bounds (doc/compressed.md) of an n-rank result `value` for
 // inputs in [-1, 1]. q8 and q4: the n - 1 other contributions (block range
 // <= 2) and the reduced sum (range <= 2n) are quantized once each, error <=
-// range / 510 (q8) or range / 30 (q4). Cast: each scaled value is rounded at most twice (relative 2^-11 for
-// fp16, 2^-8 for bf16; fp16 subnormals add 2^-25 absolute). Divided by n for
-// an average, plus the rounding of the output type.
+// range / 510 (q8) or range / 30 (q4). Cast: each scaled value is rounded at most twice (relative
+// 2^-11 for fp16, 2^-8 for bf16; fp16 subnormals add 2^-25 absolute). Divided by n for an average,
+// plus the rounding of the output type.
 inline double bound(Codec codec, bagua::DType t, bool average, int n, double value) {
   const double eps = codec == Codec::fp16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
   const double ranges = 2.0 * (n - 1) + 2.0 * n;
