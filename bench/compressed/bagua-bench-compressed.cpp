@@ -1,11 +1,11 @@
 // Compressed allreduce benchmark: in one run, MPI_Allreduce (Open MPI's
 // default algorithm and its ring), bagua_allreduce (exact), and the
-// compressed bagua_allreduce_q8, bagua_allreduce_fp16 and bagua_allreduce_sign,
+// compressed bagua_allreduce_q8, _q4, bagua_allreduce_fp16 and bagua_allreduce_sign,
 // on float32 buffers. Columns follow nccl-tests; the last column is the speed
 // relative to the best MPI_Allreduce of the same run (> 1: faster).
 //
 // usage: mpirun -np N bagua-bench-compressed [-s MiB,MiB,...] [-i ITERS] [-w WARMUP]
-//                                            [-a mpi,ring,bagua,q8,fp16,sign]
+//                                            [-a mpi,ring,bagua,q8,q4,fp16,sign]
 // Open MPI's ring is selected for one duplicated communicator through the
 // MPI_T control variable coll_tuned_allreduce_algorithm (4 = ring), which
 // needs coll_tuned_use_dynamic_rules=1: this program sets that in its
@@ -29,7 +29,7 @@ struct Config {
   std::vector<double> sizes_mib{1, 16, 64};
   int iters = 5;
   int warmup = 1;
-  std::vector<std::string> algos{"mpi", "ring", "bagua", "q8", "fp16", "sign"};
+  std::vector<std::string> algos{"mpi", "ring", "bagua", "q8", "q4", "fp16", "sign"};
 };
 
 std::vector<std::string> split(const std::string &s) {
@@ -104,6 +104,7 @@ class Bench {
     if (algo == "ring") return MPI_Allreduce(s, r, c, MPI_FLOAT, MPI_SUM, ring_);
     if (algo == "bagua") return bagua_allreduce(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     if (algo == "q8") return bagua_allreduce_q8(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    if (algo == "q4") return bagua_allreduce_q4(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     if (algo == "fp16") return bagua_allreduce_fp16(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     if (algo == "sign")
       return bagua_allreduce_sign(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, sign_);
@@ -191,7 +192,7 @@ int main(int argc, char **argv) {
     if (rank == 0)
       std::fprintf(stderr,
                    "usage: bagua-bench-compressed [-s MiB,...] [-i ITERS] [-w WARMUP] "
-                   "[-a mpi,ring,bagua,q8,fp16,sign]\n");
+                   "[-a mpi,ring,bagua,q8,q4,fp16,sign]\n");
     MPI_Finalize();
     return 2;
   }
