@@ -57,22 +57,20 @@ struct MinMaxBlockHeader {
   uint32_t elems;     // elements in this block
 };
 static_assert(sizeof(MinMaxBlockHeader) == 16, "min-max header is 16 bytes");
-using Q8BlockHeader = MinMaxBlockHeader;
-using Q4BlockHeader = MinMaxBlockHeader;
 
 constexpr float kQ8Levels = 255.0f;
 constexpr float kQ4Levels = 15.0f;
 
 BAGUA_HD size_t q8_block_bytes(uint32_t elems) {
-  return sizeof(Q8BlockHeader) + round_up(elems, 16);
+  return sizeof(MinMaxBlockHeader) + round_up(elems, 16);
 }
 
 BAGUA_HD size_t q4_block_bytes(uint32_t elems) {
-  return sizeof(Q4BlockHeader) + round_up(elems, 32) / 2;
+  return sizeof(MinMaxBlockHeader) + round_up(elems, 32) / 2;
 }
 
 // Ranges below this (or overflowing float) are quantized in double precision.
-constexpr float kQ8NarrowRange = 7.88860905e-31f;  // 2^-100
+constexpr float kMinMaxNarrowRange = 7.88860905e-31f;  // 2^-100
 
 // Per-block quantization constants derived from the header's min and max.
 struct MinMaxParams {
@@ -84,14 +82,13 @@ struct MinMaxParams {
   double wide_scale;
   double wide_step;
 };
-using Q8Params = MinMaxParams;
 
 BAGUA_HD MinMaxParams minmax_params(float mn, float mx, float levels) {
   MinMaxParams p{};
   p.min = mn;
   p.levels = levels;
   const float range = mx - mn;
-  p.wide = range != 0.0f && !(range >= kQ8NarrowRange && is_finite(range));
+  p.wide = range != 0.0f && !(range >= kMinMaxNarrowRange && is_finite(range));
   if (p.wide) {
     const double wide_range = double(mx) - double(mn);
     p.wide_scale = double(levels) / wide_range;
@@ -103,9 +100,6 @@ BAGUA_HD MinMaxParams minmax_params(float mn, float mx, float levels) {
   return p;
 }
 
-BAGUA_HD MinMaxParams q8_params(float mn, float mx) { return minmax_params(mn, mx, kQ8Levels); }
-BAGUA_HD MinMaxParams q4_params(float mn, float mx) { return minmax_params(mn, mx, kQ4Levels); }
-
 // q = round_half_even((x - min) * scale), saturated to [0, levels]. The fast
 // path is a subtraction then a product, so FMA contraction cannot change it.
 BAGUA_HD uint8_t minmax_quantize(const MinMaxParams &p, float x) {
@@ -114,14 +108,10 @@ BAGUA_HD uint8_t minmax_quantize(const MinMaxParams &p, float x) {
   return uint8_t(t <= 0.0f ? 0.0f : t >= p.levels ? p.levels : t);
 }
 
-BAGUA_HD uint8_t q8_quantize(const MinMaxParams &p, float x) { return minmax_quantize(p, x); }
-
 // x' = min + q * step with a single rounding (fma).
 BAGUA_HD float minmax_dequantize(const MinMaxParams &p, uint8_t q) {
   return p.wide ? float(fma(double(q), p.wide_step, double(p.min))) : fmaf(float(q), p.step, p.min);
 }
-
-BAGUA_HD float q8_dequantize(const MinMaxParams &p, uint8_t q) { return minmax_dequantize(p, q); }
 
 // q4 payload bytes: the low nibble holds the even element, the high the odd.
 BAGUA_HD uint8_t q4_pack(uint8_t even, uint8_t odd) { return uint8_t(even | (odd << 4)); }
@@ -139,10 +129,6 @@ BAGUA_HD bool minmax_header_valid(const MinMaxBlockHeader &h, uint32_t elems, ui
   return is_finite(h.min) && is_finite(h.max) && h.min <= h.max;
 }
 
-BAGUA_HD bool q8_header_valid(const Q8BlockHeader &h, uint32_t elems) {
-  return minmax_header_valid(h, elems, kTagQ8);
-}
-
 BAGUA_HD MinMaxBlockHeader minmax_make_header(float mn, float mx, bool non_finite, uint32_t elems,
                                               uint8_t tag) {
   MinMaxBlockHeader h{};
@@ -152,10 +138,6 @@ BAGUA_HD MinMaxBlockHeader minmax_make_header(float mn, float mx, bool non_finit
   h.flags = non_finite ? kFlagNonFinite : 0;
   h.elems = elems;
   return h;
-}
-
-BAGUA_HD Q8BlockHeader q8_make_header(float mn, float mx, bool non_finite, uint32_t elems) {
-  return minmax_make_header(mn, mx, non_finite, elems, kTagQ8);
 }
 
 // ---------------------------------------------------------------------------

@@ -15,14 +15,14 @@ struct Q8 {
   static size_t used_bytes(uint32_t n) { return n; }
 
   template <class E>
-  static void quantize_scalar(E e, const typename E::T *x, uint32_t n, const Q8Params &p,
+  static void quantize_scalar(E e, const typename E::T *x, uint32_t n, const MinMaxParams &p,
                               uint8_t *q, uint32_t begin = 0) {
-    for (uint32_t i = begin; i < n; ++i) q[i] = q8_quantize(p, load(e, x, i));
+    for (uint32_t i = begin; i < n; ++i) q[i] = minmax_quantize(p, load(e, x, i));
   }
 
   template <class E>
-  BAGUA_AVX2 static void quantize_avx2(E e, const typename E::T *x, uint32_t n, const Q8Params &p,
-                                       uint8_t *q) {
+  BAGUA_AVX2 static void quantize_avx2(E e, const typename E::T *x, uint32_t n,
+                                       const MinMaxParams &p, uint8_t *q) {
     const __m256 vmin = _mm256_set1_ps(p.min), vscale = _mm256_set1_ps(p.scale);
     uint32_t i = 0;
     // 32 elements per iteration, saturated to [0, 255] by the packs.
@@ -33,13 +33,13 @@ struct Q8 {
   }
 
   template <class Sink>
-  static void dequantize_scalar(const Q8Params &p, const uint8_t *q, uint32_t n, size_t first,
+  static void dequantize_scalar(const MinMaxParams &p, const uint8_t *q, uint32_t n, size_t first,
                                 const Sink &sink, uint32_t begin = 0) {
-    for (uint32_t i = begin; i < n; ++i) sink.put(first + i, q8_dequantize(p, q[i]));
+    for (uint32_t i = begin; i < n; ++i) sink.put(first + i, minmax_dequantize(p, q[i]));
   }
 
   template <class Sink>
-  BAGUA_AVX2 static void dequantize_avx2(const Q8Params &p, const uint8_t *q, uint32_t n,
+  BAGUA_AVX2 static void dequantize_avx2(const MinMaxParams &p, const uint8_t *q, uint32_t n,
                                          size_t first, const Sink &sink) {
     const __m256 vmin = _mm256_set1_ps(p.min), vstep = _mm256_set1_ps(p.step);
     uint32_t i = 0;

@@ -15,7 +15,7 @@ struct Q8 {
   template <class E>
   __device__ static uint8_t payload_byte(const MinMaxParams &p, const typename E::T *x, uint32_t n,
                                          uint32_t j) {
-    return j < n ? q8_quantize(p, E::load(x, j)) : 0;
+    return j < n ? minmax_quantize(p, E::load(x, j)) : 0;
   }
   __device__ static uint8_t value(const uint8_t *q, uint32_t i) { return q[i]; }
 };
