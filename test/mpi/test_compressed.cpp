@@ -19,9 +19,9 @@ struct Method {
   Allreduce fn;
 };
 const Method kMethods[] = {{"q8", bagua_allreduce_q8},
-                            {"q4", bagua_allreduce_q4},
-                            {"fp16", bagua_allreduce_fp16},
-                            {"bf16", bagua_allreduce_bf16}};
+                           {"q4", bagua_allreduce_q4},
+                           {"fp16", bagua_allreduce_fp16},
+                           {"bf16", bagua_allreduce_bf16}};
 
 // Smooth values in [-1, 1] that differ per rank.
 double input(int rank, size_t i) { return std::sin(0.0137 * double(i) + 1.3 * rank); }
@@ -35,10 +35,9 @@ double exact(Type t, MPI_Op op, int n, size_t i) {
 
 // Documented bounds for inputs in [-1, 1]: q8 and q4 quantize each of the
 // n - 1 other contributions (block range <= 2) and the reduced sum (range <=
-// 2n) once, each with error <= range / 510 (q8) or range / 30 (q4). fp16 rounds each scaled value to
-// float16 (relative 2^-11, absolute 2^-25 in the subnormals) at most twice;
-// bf16 rounds each value to bfloat16 (relative 2^-8) at most twice. Plus the
-// rounding of the output type.
+// 2n) once, each with error <= range / 510 (q8) or range / 30 (q4). fp16 rounds each scaled value
+// to float16 (relative 2^-11, absolute 2^-25 in the subnormals) at most twice; bf16 rounds each
+// value to bfloat16 (relative 2^-8) at most twice. Plus the rounding of the output type.
 double bound(const char *method, Type t, MPI_Op op, int n, double value) {
   const std::string name = method;
   const double ranges = 2.0 * (n - 1) + 2.0 * n;
@@ -117,9 +116,8 @@ TEST_CASE("compressed allreduce stays within its error bound, identical on all r
   const size_t n = size_t(test::world_size());
   // Small segments and blocks so that larger counts run a multi-segment,
   // multi-block pipeline.
-  test::ScopedComm comm({{"BAGUA_SEGMENT_BYTES", "16384"},
-                         {"BAGUA_CODEC_BLOCK", "256"},
-                         {"BAGUA_Q4_BLOCK", "64"}});
+  test::ScopedComm comm(
+      {{"BAGUA_SEGMENT_BYTES", "16384"}, {"BAGUA_CODEC_BLOCK", "256"}, {"BAGUA_Q4_BLOCK", "64"}});
   run_matrix(comm.get(), {0, 7, n + 1, 40001});
   test::ScopedComm defaults;
   run_matrix(defaults.get(), {100003});
