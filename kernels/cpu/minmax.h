@@ -104,21 +104,35 @@ size_t minmax_encoded_bytes(size_t count, uint32_t block_elems) {
   return count / block_elems * C::block_bytes(block_elems) + (tail ? C::block_bytes(tail) : 0);
 }
 
-template <class C, class E>
-void encode_minmax_block(Isa isa, E e, const typename E::T *x, uint32_t n, uint8_t *blk) {
-  const MinMaxBlockHeader h =
-      isa == Isa::avx2 ? header_avx2(e, x, n, C::kTag) : header_scalar(e, x, n, C::kTag);
+// Writes the header and zeroes what the payload layer does not write (all of
+// a non-finite block's payload, the padding of the others); false for a
+// non-finite block, whose payload is then complete.
+inline bool start_block(const MinMaxBlockHeader &h, size_t padded, size_t used, uint8_t *blk) {
   uint8_t *payload = write_header(h, blk);
-  const size_t padded = C::block_bytes(n) - sizeof h;
-  // A non-finite block's payload is all zeros.
-  const size_t used = h.flags & kFlagNonFinite ? 0 : C::used_bytes(n);
-  memset(payload + used, 0, padded - used);
-  if (used == 0) return;
+  const bool finite = !(h.flags & kFlagNonFinite);
+  const size_t written = finite ? used : 0;
+  memset(payload + written, 0, padded - written);
+  return finite;
+}
+
+template <class C, class E>
+void encode_block_scalar(E e, const typename E::T *x, uint32_t n, uint8_t *blk) {
+  const MinMaxBlockHeader h = header_scalar(e, x, n, C::kTag);
+  if (!start_block(h, C::block_bytes(n) - sizeof h, C::used_bytes(n), blk)) return;
+  C::quantize_scalar(e, x, n, minmax_params(h.min, h.max, C::kLevels), blk + sizeof h);
+}
+
+// One AVX2 function per block, so the header scan and the quantization
+// inline into one loop nest over the (cache-resident) block.
+template <class C, class E>
+BAGUA_AVX2 void encode_block_avx2(E e, const typename E::T *x, uint32_t n, uint8_t *blk) {
+  const MinMaxBlockHeader h = header_avx2(e, x, n, C::kTag);
+  if (!start_block(h, C::block_bytes(n) - sizeof h, C::used_bytes(n), blk)) return;
   const MinMaxParams p = minmax_params(h.min, h.max, C::kLevels);
-  if (isa == Isa::avx2 && !p.wide) {
-    C::quantize_avx2(e, x, n, p, payload);
+  if (p.wide) {
+    C::quantize_scalar(e, x, n, p, blk + sizeof h);
   } else {
-    C::quantize_scalar(e, x, n, p, payload);
+    C::quantize_avx2(e, x, n, p, blk + sizeof h);
   }
 }
 
@@ -134,7 +148,11 @@ CodecStatus encode_minmax(Isa isa, const void *src, DType t, size_t count, uint3
     // One block per iteration; only the last block may be short.
     for (size_t first = 0; first < count; first += block_elems) {
       const uint32_t n = block_len(count, first, block_elems);
-      encode_minmax_block<C>(isa, e, x + first, n, blk);
+      if (isa == Isa::avx2) {
+        encode_block_avx2<C>(e, x + first, n, blk);
+      } else {
+        encode_block_scalar<C>(e, x + first, n, blk);
+      }
       blk += C::block_bytes(n);
     }
     return CodecStatus::ok;
