@@ -148,6 +148,8 @@ typedef enum {
   BAGUA_ALGORITHM_BF16 = 3,
   /** 1-bit scaled sign with error feedback (bagua_allreduce_sign). */
   BAGUA_ALGORITHM_SIGN = 4,
+  /** 4-bit min-max blocks (bagua_allreduce_q4). */
+  BAGUA_ALGORITHM_Q4 = 5,
   /** Not a value: makes every int a valid value of the type, so an
    *  out-of-range argument is reported as an error, not undefined. */
   BAGUA_ALGORITHM_RANGE_ = 0x7fffffff
@@ -156,7 +158,7 @@ typedef enum {
 /**
  * The bytes this rank sends in one flat allreduce of `count` elements of
  * `datatype` on `comm` with `algorithm`, as the selection policy would run it
- * now (BAGUA_ALLREDUCE_ALGO, BAGUA_RING_THRESHOLD, BAGUA_CODEC_BLOCK,
+ * now (BAGUA_ALLREDUCE_ALGO, BAGUA_RING_THRESHOLD, BAGUA_CODEC_BLOCK, BAGUA_Q4_BLOCK,
  * BAGUA_SEGMENT_BYTES; the schedule of bucketed and nonblocking calls, and
  * of the blocking calls without BAGUA_HIERARCHICAL). Every header and pad
  * counted; 0 with one rank. Local (not collective).
@@ -213,13 +215,15 @@ BAGUA_API int bagua_allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count co
                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 BAGUA_API int bagua_allreduce_q8_c(const void *sendbuf, void *recvbuf, MPI_Count count,
                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+BAGUA_API int bagua_allreduce_q4_c(const void *sendbuf, void *recvbuf, MPI_Count count,
+                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 BAGUA_API int bagua_allreduce_fp16_c(const void *sendbuf, void *recvbuf, MPI_Count count,
                                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 BAGUA_API int bagua_allreduce_bf16_c(const void *sendbuf, void *recvbuf, MPI_Count count,
                                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 
 /* ----------------------------------------------------------------------------
- * Compressed allreduce (q8, fp16/bf16 cast, 1-bit sign)
+ * Compressed allreduce (q8, q4, fp16/bf16 cast, 1-bit sign)
  * ------------------------------------------------------------------------- */
 /* @section compressed */
 
@@ -258,6 +262,22 @@ BAGUA_API int bagua_allreduce_bf16_c(const void *sendbuf, void *recvbuf, MPI_Cou
  *         BAGUA_ERR_OUT_OF_MEMORY.
  */
 BAGUA_API int bagua_allreduce_q8(const void *sendbuf, void *recvbuf, int count,
+                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+
+/**
+ * 4-bit compressed allreduce: bagua_allreduce_q8 with 4 bits per element
+ * (15 steps per block range) in blocks of BAGUA_Q4_BLOCK elements (default
+ * 256), so about 0.56 bytes per element cross the network. Same schedule,
+ * arguments, datatypes, ops, memory types and errors as bagua_allreduce_q8.
+ *
+ * Guarantees: every rank receives bit-identical results. Each element is
+ * quantized at most twice: |result - exact| <= sum over the other ranks of
+ * (block range of their input) / 30 + (block range of the reduced sum) / 30
+ * (divided by n for BAGUA_AVG), plus float rounding and the rounding of the
+ * output type. A NaN or Inf in an input block makes the whole block NaN in
+ * the result. With one rank the result is exact.
+ */
+BAGUA_API int bagua_allreduce_q4(const void *sendbuf, void *recvbuf, int count,
                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 
 /**
@@ -330,7 +350,7 @@ BAGUA_API int bagua_allreduce_sign(const void *sendbuf, void *recvbuf, int count
                                    bagua_sign_state_t state);
 
 /**
- * Sets the CUDA stream on which bagua_allreduce_q8 and bagua_allreduce_fp16
+ * Sets the CUDA stream on which bagua_allreduce_q8, _q4 and _fp16
  * run their kernels and copies for CUDA device buffers passed with comm.
  *
  * Device buffers are recognised from the pointer (cudaPointerGetAttributes;
@@ -704,7 +724,7 @@ BAGUA_API int bagua_async_average_destroy(bagua_async_t *handle);
 #define BAGUA_BUCKET_DEFAULT_BYTES (10u << 20)
 
 /** The collective a bucket runs when all its tensors are ready: exact,
- *  q8, fp16 or bf16 (not sign: it needs a state per buffer). The
+ *  q8, q4, fp16 or bf16 (not sign: it needs a state per buffer). The
  *  BAGUA_BUCKET_* names are the earlier spelling, kept for one release. */
 typedef bagua_algorithm bagua_bucket_algorithm;
 #define BAGUA_BUCKET_ALLREDUCE BAGUA_ALGORITHM_EXACT
@@ -938,6 +958,12 @@ BAGUA_API int bagua_iallreduce(const void *sendbuf, void *recvbuf, int count, MP
 /** Nonblocking bagua_allreduce_q8 (flat): arguments and rules as
  *  bagua_iallreduce, datatypes, ops and accuracy as bagua_allreduce_q8. */
 BAGUA_API int bagua_iallreduce_q8(const void *sendbuf, void *recvbuf, int count,
+                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                  MPI_Request *request);
+
+/** Nonblocking bagua_allreduce_q4 (flat): arguments and rules as
+ *  bagua_iallreduce, datatypes, ops and accuracy as bagua_allreduce_q4. */
+BAGUA_API int bagua_iallreduce_q4(const void *sendbuf, void *recvbuf, int count,
                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                   MPI_Request *request);
 

@@ -1,4 +1,4 @@
-// Compression codecs on host memory: q8 min-max, fp16/bf16 cast, 1-bit sign.
+// Compression codecs on host memory: q8 and q4 min-max, fp16/bf16 cast, 1-bit sign.
 // Wire formats: kernels/codec_format.h and doc/codecs.md. The CPU code uses
 // AVX2 when the processor has it and a portable path otherwise; both produce
 // the same bytes. Decoders treat their input as untrusted: they check every
@@ -27,6 +27,8 @@ const char *codec_status_name(CodecStatus s);
 
 // Default q8 block size: see doc/codecs.md for the measurements.
 constexpr uint32_t kDefaultQ8Block = 2048;
+// Default q4 block size: see doc/codecs.md, "Choosing the q4 block size".
+constexpr uint32_t kDefaultQ4Block = 256;
 
 // True when block_elems is a power of two in [kMinBlockElems, kMaxBlockElems].
 bool block_size_valid(uint32_t block_elems);
@@ -39,6 +41,15 @@ CodecStatus q8_decode(const void *in, size_t in_bytes, size_t count, uint32_t bl
                       void *dst, DType t);
 // acc[i] += decode(i), in float32.
 CodecStatus q8_decode_accumulate(const void *in, size_t in_bytes, size_t count,
+                                 uint32_t block_elems, float *acc);
+
+// q4: half a byte per element plus a 16-byte header per block; same
+// contract as q8 (the block's range in 15 steps instead of 255).
+size_t q4_encoded_bytes(size_t count, uint32_t block_elems);
+CodecStatus q4_encode(const void *src, DType t, size_t count, uint32_t block_elems, void *out);
+CodecStatus q4_decode(const void *in, size_t in_bytes, size_t count, uint32_t block_elems,
+                      void *dst, DType t);
+CodecStatus q4_decode_accumulate(const void *in, size_t in_bytes, size_t count,
                                  uint32_t block_elems, float *acc);
 
 // Cast: 2 bytes per element plus a 16-byte header. prescale multiplies the

@@ -27,6 +27,14 @@ CodecStatus q8_decode_accumulate(const void *in, size_t in_bytes, size_t count,
                                  uint32_t block_elems, float *acc, uint32_t *status,
                                  cudaStream_t stream);
 
+CodecStatus q4_encode(const void *src, DType t, size_t count, uint32_t block_elems, void *out,
+                      cudaStream_t stream);
+CodecStatus q4_decode(const void *in, size_t in_bytes, size_t count, uint32_t block_elems,
+                      void *dst, DType t, uint32_t *status, cudaStream_t stream);
+CodecStatus q4_decode_accumulate(const void *in, size_t in_bytes, size_t count,
+                                 uint32_t block_elems, float *acc, uint32_t *status,
+                                 cudaStream_t stream);
+
 CodecStatus cast_encode(const void *src, DType t, size_t count, CastFormat format, float prescale,
                         void *out, cudaStream_t stream);
 CodecStatus cast_decode(const void *in, size_t in_bytes, size_t count, void *dst, DType t,

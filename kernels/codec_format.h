@@ -20,6 +20,7 @@ constexpr uint32_t kMaxBlockElems = 1u << 20;
 
 // First byte of the tag field of every header: which codec wrote it.
 constexpr uint8_t kTagQ8 = 0x51;    // 'Q'
+constexpr uint8_t kTagQ4 = 0x34;    // '4'
 constexpr uint8_t kTagSign = 0x53;  // 'S'
 constexpr uint8_t kTagCast = 0x43;  // 'C'
 
@@ -40,68 +41,86 @@ BAGUA_HD bool block_elems_valid(uint32_t b) {
 BAGUA_HD size_t round_up(size_t n, size_t align) { return (n + align - 1) / align * align; }
 
 // ---------------------------------------------------------------------------
-// q8 min-max: per block a 16-byte header, then one uint8 per element, the
-// payload padded with zeros to a multiple of 16 bytes. Block i starts at
-// i * (16 + block_elems); only the last block may be shorter.
+// Min-max quantization (q8 and q4): per block a 16-byte header, then the
+// quantized elements (q8: one uint8 each; q4: two per byte, element 2k in the
+// low nibble of byte k), the payload padded with zeros to a multiple of 16
+// bytes. Block i starts at i * (16 + payload of block_elems); only the last
+// block may be shorter. The codecs differ only in the tag and the number of
+// quantization steps (255 or 15).
 
-struct Q8BlockHeader {
+struct MinMaxBlockHeader {
   float min;          // smallest element (-0 stored as +0); NaN if non-finite
   float max;          // largest element; NaN if non-finite
-  uint8_t tag;        // kTagQ8
+  uint8_t tag;        // kTagQ8 or kTagQ4
   uint8_t flags;      // kFlagNonFinite or 0
   uint16_t reserved;  // 0
   uint32_t elems;     // elements in this block
 };
-static_assert(sizeof(Q8BlockHeader) == 16, "q8 header is 16 bytes");
+static_assert(sizeof(MinMaxBlockHeader) == 16, "min-max header is 16 bytes");
+
+constexpr float kQ8Levels = 255.0f;
+constexpr float kQ4Levels = 15.0f;
 
 BAGUA_HD size_t q8_block_bytes(uint32_t elems) {
-  return sizeof(Q8BlockHeader) + round_up(elems, 16);
+  return sizeof(MinMaxBlockHeader) + round_up(elems, 16);
+}
+
+BAGUA_HD size_t q4_block_bytes(uint32_t elems) {
+  return sizeof(MinMaxBlockHeader) + round_up(elems, 32) / 2;
 }
 
 // Ranges below this (or overflowing float) are quantized in double precision.
-constexpr float kQ8NarrowRange = 7.88860905e-31f;  // 2^-100
+constexpr float kMinMaxNarrowRange = 7.88860905e-31f;  // 2^-100
 
 // Per-block quantization constants derived from the header's min and max.
-struct Q8Params {
+struct MinMaxParams {
   float min;
-  float scale;  // 255 / (max - min), 0 for a constant block
-  float step;   // (max - min) / 255
-  bool wide;    // range overflows float or is tiny: use the double formulas
+  float levels;  // largest quantized value: 255 (q8) or 15 (q4)
+  float scale;   // levels / (max - min), 0 for a constant block
+  float step;    // (max - min) / levels
+  bool wide;     // range overflows float or is tiny: use the double formulas
   double wide_scale;
   double wide_step;
 };
 
-BAGUA_HD Q8Params q8_params(float mn, float mx) {
-  Q8Params p{};
+BAGUA_HD MinMaxParams minmax_params(float mn, float mx, float levels) {
+  MinMaxParams p{};
   p.min = mn;
+  p.levels = levels;
   const float range = mx - mn;
-  p.wide = range != 0.0f && !(range >= kQ8NarrowRange && is_finite(range));
+  p.wide = range != 0.0f && !(range >= kMinMaxNarrowRange && is_finite(range));
   if (p.wide) {
     const double wide_range = double(mx) - double(mn);
-    p.wide_scale = 255.0 / wide_range;
-    p.wide_step = wide_range / 255.0;
+    p.wide_scale = double(levels) / wide_range;
+    p.wide_step = wide_range / double(levels);
   } else if (range != 0.0f) {
-    p.scale = 255.0f / range;
-    p.step = range / 255.0f;
+    p.scale = levels / range;
+    p.step = range / levels;
   }
   return p;
 }
 
-// q = round_half_even((x - min) * scale), saturated to [0, 255]. The fast
+// q = round_half_even((x - min) * scale), saturated to [0, levels]. The fast
 // path is a subtraction then a product, so FMA contraction cannot change it.
-BAGUA_HD uint8_t q8_quantize(const Q8Params &p, float x) {
+BAGUA_HD uint8_t minmax_quantize(const MinMaxParams &p, float x) {
   const float t = p.wide ? float(rint((double(x) - double(p.min)) * p.wide_scale))
                          : rintf((x - p.min) * p.scale);
-  return uint8_t(t <= 0.0f ? 0.0f : t >= 255.0f ? 255.0f : t);
+  return uint8_t(t <= 0.0f ? 0.0f : t >= p.levels ? p.levels : t);
 }
 
 // x' = min + q * step with a single rounding (fma).
-BAGUA_HD float q8_dequantize(const Q8Params &p, uint8_t q) {
+BAGUA_HD float minmax_dequantize(const MinMaxParams &p, uint8_t q) {
   return p.wide ? float(fma(double(q), p.wide_step, double(p.min))) : fmaf(float(q), p.step, p.min);
 }
 
-BAGUA_HD bool q8_header_valid(const Q8BlockHeader &h, uint32_t elems) {
-  if (h.tag != kTagQ8 || h.reserved != 0 || h.elems != elems || (h.flags & ~kKnownFlags)) {
+// q4 payload bytes: the low nibble holds the even element, the high the odd.
+BAGUA_HD uint8_t q4_pack(uint8_t even, uint8_t odd) { return uint8_t(even | (odd << 4)); }
+BAGUA_HD uint8_t q4_nibble(const uint8_t *payload, uint32_t i) {
+  return (payload[i / 2] >> (4 * (i % 2))) & 0x0f;
+}
+
+BAGUA_HD bool minmax_header_valid(const MinMaxBlockHeader &h, uint32_t elems, uint8_t tag) {
+  if (h.tag != tag || h.reserved != 0 || h.elems != elems || (h.flags & ~kKnownFlags)) {
     return false;
   }
   if (h.flags & kFlagNonFinite) {
@@ -110,11 +129,12 @@ BAGUA_HD bool q8_header_valid(const Q8BlockHeader &h, uint32_t elems) {
   return is_finite(h.min) && is_finite(h.max) && h.min <= h.max;
 }
 
-BAGUA_HD Q8BlockHeader q8_make_header(float mn, float mx, bool non_finite, uint32_t elems) {
-  Q8BlockHeader h{};
+BAGUA_HD MinMaxBlockHeader minmax_make_header(float mn, float mx, bool non_finite, uint32_t elems,
+                                              uint8_t tag) {
+  MinMaxBlockHeader h{};
   h.min = non_finite ? canonical_nan() : mn + 0.0f;  // + 0 turns -0 into +0
   h.max = non_finite ? canonical_nan() : mx + 0.0f;
-  h.tag = kTagQ8;
+  h.tag = tag;
   h.flags = non_finite ? kFlagNonFinite : 0;
   h.elems = elems;
   return h;

@@ -1,6 +1,6 @@
 // Codec throughput on 64 MiB of float32 (single thread), reported in GB/s of
 // float32 input and as a ratio to memcpy of the same size measured in the
-// same run. `--error-table` instead prints q8 error and speed per block size
+// same run. `--error-table [q8|q4]` instead prints q8 (or q4) error and speed per block size
 // for normally distributed (gradient-like) data.
 #include <benchmark/benchmark.h>
 #include <math.h>
@@ -99,6 +99,41 @@ void BM_q8_decode_accumulate(benchmark::State &state) {
   finish(state);
 }
 
+// A min-max codec other than q8 (q4), for its rows and its error table.
+struct MinMaxBench {
+  double levels;
+  size_t (*encoded_bytes)(size_t, uint32_t);
+  codec::CodecStatus (*encode)(Isa, const void *, DType, size_t, uint32_t, void *);
+  codec::CodecStatus (*decode)(Isa, const void *, size_t, size_t, uint32_t, void *, DType);
+  codec::CodecStatus (*decode_accumulate)(Isa, const void *, size_t, size_t, uint32_t, float *);
+};
+const MinMaxBench kQ4{15, codec::q4_encoded_bytes, cpu::q4_encode, cpu::q4_decode,
+                      cpu::q4_decode_accumulate};
+const MinMaxBench kQ8{255, codec::q8_encoded_bytes, cpu::q8_encode, cpu::q8_decode,
+                      cpu::q8_decode_accumulate};
+
+void BM_minmax_encode(benchmark::State &state, const MinMaxBench &c) {
+  Buffers &b = Buffers::get();
+  for (auto _ : state) {
+    check(state,
+          c.encode(isa_arg(state), b.x.data(), DType::f32, kCount, block_arg(state), b.enc.data()));
+  }
+  finish(state);
+}
+
+void BM_minmax_decode(benchmark::State &state, const MinMaxBench &c, bool accumulate) {
+  Buffers &b = Buffers::get();
+  const size_t bytes = c.encoded_bytes(kCount, block_arg(state));
+  c.encode(Isa::scalar, b.x.data(), DType::f32, kCount, block_arg(state), b.enc.data());
+  for (auto _ : state) {
+    check(state, accumulate ? c.decode_accumulate(isa_arg(state), b.enc.data(), bytes, kCount,
+                                                  block_arg(state), b.out.data())
+                            : c.decode(isa_arg(state), b.enc.data(), bytes, kCount,
+                                       block_arg(state), b.out.data(), DType::f32));
+  }
+  finish(state);
+}
+
 void BM_cast_encode(benchmark::State &state) {
   Buffers &b = Buffers::get();
   for (auto _ : state) {
@@ -165,10 +200,18 @@ void codec_args(benchmark::internal::Benchmark *b) {
   for (int64_t isa : {1, 0}) b->Args({isa, codec::kDefaultQ8Block});
 }
 
+void q4_args(benchmark::internal::Benchmark *b) {
+  b->ArgNames({"avx2", "block"})->Unit(benchmark::kMillisecond)->MinTime(1.0);
+  for (int64_t isa : {1, 0}) b->Args({isa, codec::kDefaultQ4Block});
+}
+
 BENCHMARK(BM_memcpy)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(BM_q8_encode)->Apply(codec_args);
 BENCHMARK(BM_q8_decode)->Apply(codec_args);
 BENCHMARK(BM_q8_decode_accumulate)->Apply(codec_args);
+BENCHMARK_CAPTURE(BM_minmax_encode, q4, kQ4)->Apply(q4_args);
+BENCHMARK_CAPTURE(BM_minmax_decode, q4, kQ4, false)->Apply(q4_args);
+BENCHMARK_CAPTURE(BM_minmax_decode, q4_accumulate, kQ4, true)->Apply(q4_args);
 BENCHMARK(BM_cast_encode)->Apply(codec_args);
 BENCHMARK(BM_cast_decode)->Apply(codec_args);
 BENCHMARK(BM_cast_decode_accumulate)->Apply(codec_args);
@@ -219,18 +262,19 @@ double best_time(Fn &&fn) {
 
 // q8 error and speed per block size on N(0, 1) data: max |x - x'| / max |x|,
 // RMS relative error ||x - x'|| / ||x||, the worst error in units of the
-// per-block bound (max - min) / 510, the header overhead, and throughput.
-int error_table() {
+// per-block bound (max - min) / (2 levels), the header overhead, and throughput.
+int error_table(const MinMaxBench &c, uint32_t first_block) {
+  const Isa isa = cpu::best_isa();
   Buffers &b = Buffers::get();
   std::printf("%7s %9s %12s %12s %10s %9s %9s\n", "block", "overhead", "max_rel_err", "rms_rel_err",
               "err/bound", "enc GB/s", "dacc GB/s");
-  for (uint32_t block = 256; block <= 16384; block *= 2) {
-    const size_t bytes = codec::q8_encoded_bytes(kCount, block);
+  for (uint32_t block = first_block; block <= first_block * 64; block *= 2) {
+    const size_t bytes = c.encoded_bytes(kCount, block);
     const double enc_s =
-        best_time([&] { codec::q8_encode(b.x.data(), DType::f32, kCount, block, b.enc.data()); });
+        best_time([&] { c.encode(isa, b.x.data(), DType::f32, kCount, block, b.enc.data()); });
     const double acc_s = best_time(
-        [&] { codec::q8_decode_accumulate(b.enc.data(), bytes, kCount, block, b.out.data()); });
-    codec::q8_decode(b.enc.data(), bytes, kCount, block, b.out.data(), DType::f32);
+        [&] { c.decode_accumulate(isa, b.enc.data(), bytes, kCount, block, b.out.data()); });
+    c.decode(isa, b.enc.data(), bytes, kCount, block, b.out.data(), DType::f32);
     double max_abs = 0, max_err = 0, sum_sq = 0, sum_err_sq = 0, worst = 0;
     // Per block: the error relative to the half-step bound of that block.
     for (size_t first = 0; first < kCount; first += block) {
@@ -245,12 +289,12 @@ int error_table() {
         max_err = std::max(max_err, err);
         sum_sq += double(b.x[i]) * b.x[i];
         sum_err_sq += err * err;
-        worst = std::max(worst, err / ((double(hi) - lo) / 510));
+        worst = std::max(worst, err / ((double(hi) - lo) / (2 * c.levels)));
       }
     }
     std::printf("%7u %8.2f%% %12.3e %12.3e %10.4f %9.2f %9.2f\n", block,
-                100.0 * (double(bytes) / kCount - 1), max_err / max_abs, sqrt(sum_err_sq / sum_sq),
-                worst, kBytes / enc_s / 1e9, kBytes / acc_s / 1e9);
+                100.0 * (double(bytes) / (kCount * log2(c.levels + 1) / 8) - 1), max_err / max_abs,
+                sqrt(sum_err_sq / sum_sq), worst, kBytes / enc_s / 1e9, kBytes / acc_s / 1e9);
   }
   return 0;
 }
@@ -258,7 +302,10 @@ int error_table() {
 }  // namespace
 
 int main(int argc, char **argv) {
-  if (argc > 1 && strcmp(argv[1], "--error-table") == 0) return error_table();
+  if (argc > 1 && strcmp(argv[1], "--error-table") == 0) {
+    const bool q4 = argc > 2 && strcmp(argv[2], "q4") == 0;
+    return q4 ? error_table(kQ4, 64) : error_table(kQ8, 256);
+  }
   std::printf("cpu path: %s\n", cpu::isa_name(cpu::best_isa()));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

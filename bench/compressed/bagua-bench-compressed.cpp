@@ -1,6 +1,6 @@
 // Compressed allreduce benchmark: in one run, MPI_Allreduce (Open MPI's
 // default algorithm and its ring), bagua_allreduce (exact), and the
-// compressed bagua_allreduce_q8, _fp16, _bf16 and bagua_allreduce_sign, on
+// compressed bagua_allreduce_q8, _q4, _fp16, _bf16 and bagua_allreduce_sign, on
 // float32 buffers. Columns follow nccl-tests; with a link rate (--link RATE or
 // BAGUA_BENCH_LINK, set by bench/netemu.sh) each row also shows the bytes a
 // rank sends, the time the link alone needs for them and the fraction of that
@@ -8,7 +8,7 @@
 // MPI_Allreduce of the same run (> 1: faster).
 //
 // usage: mpirun -np N bagua-bench-compressed [-s MiB,MiB,...] [-i ITERS] [-w WARMUP]
-//                                            [-a mpi,ring,bagua,q8,fp16,bf16,sign]
+//                                            [-a mpi,ring,bagua,q8,q4,fp16,bf16,sign]
 //                                            [--link RATE]
 // Open MPI's ring is selected for one duplicated communicator through the
 // MPI_T control variable coll_tuned_allreduce_algorithm (4 = ring), which
@@ -30,7 +30,8 @@
 
 namespace {
 
-const std::vector<std::string> kAlgorithms{"mpi", "ring", "bagua", "q8", "fp16", "bf16", "sign"};
+const std::vector<std::string> kAlgorithms{"mpi", "ring", "bagua", "q8",
+                                           "q4",  "fp16", "bf16",  "sign"};
 
 struct Config {
   std::vector<double> sizes_mib{1, 16, 64};
@@ -120,6 +121,7 @@ class Bench {
     if (algo == "ring") return MPI_Allreduce(s, r, c, MPI_FLOAT, MPI_SUM, ring_);
     if (algo == "bagua") return bagua_allreduce(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     if (algo == "q8") return bagua_allreduce_q8(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    if (algo == "q4") return bagua_allreduce_q4(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     if (algo == "fp16") return bagua_allreduce_fp16(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     if (algo == "bf16") return bagua_allreduce_bf16(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     if (algo == "sign")
@@ -183,6 +185,7 @@ class Bench {
 // allreduce's volume, the least a bandwidth-optimal algorithm sends.
 bagua_algorithm wire_of(const std::string &algo) {
   if (algo == "q8") return BAGUA_ALGORITHM_Q8;
+  if (algo == "q4") return BAGUA_ALGORITHM_Q4;
   if (algo == "fp16") return BAGUA_ALGORITHM_FP16;
   if (algo == "bf16") return BAGUA_ALGORITHM_BF16;
   if (algo == "sign") return BAGUA_ALGORITHM_SIGN;
@@ -232,7 +235,7 @@ int main(int argc, char **argv) {
     if (rank == 0)
       std::fprintf(stderr,
                    "bagua-bench-compressed: %s\nusage: bagua-bench-compressed [-s MiB,...] "
-                   "[-i ITERS] [-w WARMUP] [-a mpi,ring,bagua,q8,fp16,bf16,sign] "
+                   "[-i ITERS] [-w WARMUP] [-a mpi,ring,bagua,q8,q4,fp16,bf16,sign] "
                    "[--link RATE]\n",
                    why.empty() ? "bad arguments" : why.c_str());
     MPI_Finalize();

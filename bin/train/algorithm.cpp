@@ -140,7 +140,7 @@ class BucketedGradientAverage : public Algorithm {
   uint64_t bytes_ = 0;
 };
 
-// allreduce, q8 or fp16: bucketed unless settings say flat.
+// allreduce, q8, q4 or fp16: bucketed unless settings say flat.
 std::unique_ptr<Algorithm> make_gradient_average(MPI_Comm comm,
                                                  std::span<const GradientTensor> gradients,
                                                  const AlgorithmSettings &settings,
@@ -365,6 +365,11 @@ const std::vector<Entry> &registry() {
        [](MPI_Comm c, W, G g, S s) {
          return make_gradient_average(c, g, s, BAGUA_ALGORITHM_Q8, bagua_allreduce_q8,
                                       "bagua_allreduce_q8");
+       }},
+      {{"q4", "4-bit min-max gradient allreduce (bucketed, or bagua_allreduce_q4)"},
+       [](MPI_Comm c, W, G g, S s) {
+         return make_gradient_average(c, g, s, BAGUA_ALGORITHM_Q4, bagua_allreduce_q4,
+                                      "bagua_allreduce_q4");
        }},
       {{"fp16", "float16 gradient allreduce (bucketed, or bagua_allreduce_fp16)"},
        [](MPI_Comm c, W, G g, S s) {

@@ -21,6 +21,13 @@ CodecStatus q8_decode(Isa isa, const void *in, size_t in_bytes, size_t count, ui
 CodecStatus q8_decode_accumulate(Isa isa, const void *in, size_t in_bytes, size_t count,
                                  uint32_t block_elems, float *acc);
 
+CodecStatus q4_encode(Isa isa, const void *src, DType t, size_t count, uint32_t block_elems,
+                      void *out);
+CodecStatus q4_decode(Isa isa, const void *in, size_t in_bytes, size_t count, uint32_t block_elems,
+                      void *dst, DType t);
+CodecStatus q4_decode_accumulate(Isa isa, const void *in, size_t in_bytes, size_t count,
+                                 uint32_t block_elems, float *acc);
+
 CodecStatus cast_encode(Isa isa, const void *src, DType t, size_t count, CastFormat format,
                         float prescale, void *out);
 CodecStatus cast_decode(Isa isa, const void *in, size_t in_bytes, size_t count, void *dst, DType t);

@@ -1,144 +1,26 @@
-// q8 min-max codec on the GPU: one thread block per codec block. Encoding is
-// one kernel: a fused min/max/non-finite reduction, then quantization of the
-// (now cached) block. Decoding validates all headers in a first kernel so a
-// corrupt buffer leaves the output untouched.
-#include "common.cuh"
+// q8 min-max codec on the GPU: the payload layer (one uint8 per element) of
+// the shared min-max kernels (minmax.cuh).
+#include "minmax.cuh"
 
 namespace bagua::codec::gpu {
 namespace {
 
-// Reduces min and max over the thread block; thread 0 gets the results.
-__device__ void block_minmax(float &mn, float &mx) {
-  __shared__ float wmin[kThreads / 32], wmax[kThreads / 32];
-  for (int off = 16; off > 0; off /= 2) {
-    mn = fminf(mn, __shfl_xor_sync(kFullMask, mn, off));
-    mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, off));
+struct Q8 {
+  static constexpr uint8_t kTag = kTagQ8;
+  static constexpr float kLevels = kQ8Levels;
+  __host__ __device__ static size_t block_bytes(uint32_t n) { return q8_block_bytes(n); }
+  static size_t encoded_bytes(size_t count, uint32_t block) {
+    return codec::q8_encoded_bytes(count, block);
   }
-  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) {
-    wmin[warp] = mn;
-    wmax[warp] = mx;
+  template <class E>
+  __device__ static uint8_t payload_byte(const MinMaxParams &p, const typename E::T *x, uint32_t n,
+                                         uint32_t j) {
+    return j < n ? minmax_quantize(p, E::load(x, j)) : 0;
   }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (unsigned w = 1; w < blockDim.x / 32; ++w) {
-      mn = fminf(mn, wmin[w]);
-      mx = fmaxf(mx, wmax[w]);
-    }
-  }
-}
-
-template <class E>
-__global__ void encode_kernel(const typename E::T *src, size_t count, uint32_t block_elems,
-                              uint8_t *out) {
-  __shared__ Q8BlockHeader header;
-  const size_t first = size_t(blockIdx.x) * block_elems;
-  const uint32_t n = block_len(count, first, block_elems);
-  const typename E::T *x = src + first;
-  uint8_t *blk = out + size_t(blockIdx.x) * q8_block_bytes(block_elems);
-  float mn = INFINITY, mx = -INFINITY;
-  int bad = 0;
-  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
-    const float v = E::load(x, i);
-    bad |= !is_finite(v);
-    mn = fminf(mn, v);
-    mx = fmaxf(mx, v);
-  }
-  bad = __syncthreads_or(bad);
-  block_minmax(mn, mx);
-  if (threadIdx.x == 0) {
-    header = q8_make_header(mn, mx, bad, n);
-    *reinterpret_cast<Q8BlockHeader *>(blk) = header;
-  }
-  __syncthreads();
-  const Q8Params p = q8_params(header.min, header.max);
-  uint8_t *q = blk + sizeof(Q8BlockHeader);
-  const uint32_t padded = uint32_t(round_up(n, 16));
-  for (uint32_t i = threadIdx.x; i < padded; i += blockDim.x) {
-    q[i] = i < n && !bad ? q8_quantize(p, E::load(x, i)) : 0;
-  }
-}
-
-__global__ void validate_kernel(const uint8_t *in, size_t count, uint32_t block_elems,
-                                size_t blocks, uint32_t *status) {
-  const size_t stride = q8_block_bytes(block_elems);
-  for (size_t b = size_t(blockIdx.x) * blockDim.x + threadIdx.x; b < blocks;
-       b += size_t(gridDim.x) * blockDim.x) {
-    const auto &h = *reinterpret_cast<const Q8BlockHeader *>(in + b * stride);
-    if (!q8_header_valid(h, block_len(count, b * block_elems, block_elems))) {
-      report_corrupt(status);
-    }
-  }
-}
-
-template <class Sink>
-__global__ void decode_kernel(const uint8_t *in, size_t count, uint32_t block_elems, Sink sink,
-                              const uint32_t *status) {
-  if (*status != 0) return;
-  const size_t first = size_t(blockIdx.x) * block_elems;
-  const uint32_t n = block_len(count, first, block_elems);
-  const uint8_t *blk = in + size_t(blockIdx.x) * q8_block_bytes(block_elems);
-  const Q8BlockHeader h = *reinterpret_cast<const Q8BlockHeader *>(blk);
-  const Q8Params p = q8_params(h.min, h.max);
-  const uint8_t *q = blk + sizeof h;
-  const bool non_finite = h.flags & kFlagNonFinite;
-  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
-    if (non_finite) {
-      sink.nan(first + i);
-    } else {
-      sink.put(first + i, q8_dequantize(p, q[i]));
-    }
-  }
-}
-
-size_t block_count(size_t count, uint32_t block_elems) {
-  return (count + block_elems - 1) / block_elems;
-}
-
-template <class Sink>
-CodecStatus decode(const void *in, size_t in_bytes, size_t count, uint32_t block_elems,
-                   const void *dst, Sink sink, uint32_t *status, cudaStream_t stream) {
-  if (!block_elems_valid(block_elems)) return CodecStatus::bad_argument;
-  const CodecStatus s =
-      check_decode(in, in_bytes, q8_encoded_bytes(count, block_elems), count, dst, status, stream);
-  const size_t blocks = block_count(count, block_elems);
-  if (s != CodecStatus::ok || blocks == 0) return s;
-  const auto *bytes = static_cast<const uint8_t *>(in);
-  validate_kernel<<<grid_for(blocks, kThreads), kThreads, 0, stream>>>(bytes, count, block_elems,
-                                                                       blocks, status);
-  decode_kernel<<<unsigned(blocks), kThreads, 0, stream>>>(bytes, count, block_elems, sink, status);
-  return launch_status();
-}
+  __device__ static uint8_t value(const uint8_t *q, uint32_t i) { return q[i]; }
+};
 
 }  // namespace
-
-CodecStatus q8_encode(const void *src, DType t, size_t count, uint32_t block_elems, void *out,
-                      cudaStream_t stream) {
-  if (!block_elems_valid(block_elems) || (count > 0 && (src == nullptr || out == nullptr)) ||
-      !aligned16(out)) {
-    return CodecStatus::bad_argument;
-  }
-  const size_t blocks = block_count(count, block_elems);
-  if (blocks == 0) return CodecStatus::ok;
-  return with_dtype(t, [&](auto e) {
-    using E = decltype(e);
-    encode_kernel<E><<<unsigned(blocks), kThreads, 0, stream>>>(
-        static_cast<const typename E::T *>(src), count, block_elems, static_cast<uint8_t *>(out));
-    return launch_status();
-  });
-}
-
-CodecStatus q8_decode(const void *in, size_t in_bytes, size_t count, uint32_t block_elems,
-                      void *dst, DType t, uint32_t *status, cudaStream_t stream) {
-  return decode_into(t, dst, [&](auto sink) {
-    return decode(in, in_bytes, count, block_elems, dst, sink, status, stream);
-  });
-}
-
-CodecStatus q8_decode_accumulate(const void *in, size_t in_bytes, size_t count,
-                                 uint32_t block_elems, float *acc, uint32_t *status,
-                                 cudaStream_t stream) {
-  return decode(in, in_bytes, count, block_elems, acc, AccumulateSink{acc}, status, stream);
-}
-
 }  // namespace bagua::codec::gpu
+
+BAGUA_DEFINE_MINMAX_CODEC_GPU(q8, Q8)

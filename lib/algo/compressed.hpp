@@ -1,7 +1,7 @@
 // Compressed allreduce (ByteGrad) and the node-level steps of hierarchical
 // mode, written against the Transport interface. The schedule is written
 // once; a ChunkCodec adapter says how a segment is encoded and decoded, so
-// q8, fp16/bf16 cast and 1-bit sign share it.
+// q8, q4, fp16/bf16 cast and 1-bit sign share it.
 #pragma once
 
 #include <memory>
@@ -48,6 +48,8 @@ class ChunkCodec {
 
 // Min-max 8-bit quantization with `block` elements per block.
 std::unique_ptr<ChunkCodec> make_q8_codec(uint32_t block);
+// Min-max 4-bit quantization with `block` elements per block.
+std::unique_ptr<ChunkCodec> make_q4_codec(uint32_t block);
 // fp16 / bf16 cast; each stage multiplies by its prescale before the cast
 // (e.g. 1/n so a sum of n ranks cannot overflow fp16) and divides it out.
 std::unique_ptr<ChunkCodec> make_cast_codec(codec::CastFormat format, float contribution_prescale,

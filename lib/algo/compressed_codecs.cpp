@@ -9,26 +9,40 @@ namespace {
 
 using codec::CodecStatus;
 
-class Q8Codec final : public ChunkCodec {
+// The entry points of one min-max codec of kernels/codec.h (q8 or q4).
+struct MinMaxEntryPoints {
+  size_t (*encoded_bytes)(size_t count, uint32_t block);
+  CodecStatus (*encode)(const void *src, DType t, size_t count, uint32_t block, void *out);
+  CodecStatus (*decode)(const void *in, size_t bytes, size_t count, uint32_t block, void *dst,
+                        DType t);
+  CodecStatus (*decode_accumulate)(const void *in, size_t bytes, size_t count, uint32_t block,
+                                   float *acc);
+};
+
+constexpr MinMaxEntryPoints kQ8{codec::q8_encoded_bytes, codec::q8_encode, codec::q8_decode,
+                                codec::q8_decode_accumulate};
+constexpr MinMaxEntryPoints kQ4{codec::q4_encoded_bytes, codec::q4_encode, codec::q4_decode,
+                                codec::q4_decode_accumulate};
+
+class MinMaxCodec final : public ChunkCodec {
  public:
-  explicit Q8Codec(uint32_t block) : block_(block) {}
-  size_t encoded_bytes(size_t count) const override {
-    return codec::q8_encoded_bytes(count, block_);
-  }
+  MinMaxCodec(const MinMaxEntryPoints &fns, uint32_t block) : fns_(fns), block_(block) {}
+  size_t encoded_bytes(size_t count) const override { return fns_.encoded_bytes(count, block_); }
   size_t block_elems() const override { return block_; }
   CodecStatus encode(Stage, size_t, const void *src, DType t, size_t count, void *out) override {
-    return codec::q8_encode(src, t, count, block_, out);
+    return fns_.encode(src, t, count, block_, out);
   }
   CodecStatus decode(const void *in, size_t bytes, size_t count, void *dst,
                      DType t) const override {
-    return codec::q8_decode(in, bytes, count, block_, dst, t);
+    return fns_.decode(in, bytes, count, block_, dst, t);
   }
   CodecStatus decode_accumulate(const void *in, size_t bytes, size_t count,
                                 float *acc) const override {
-    return codec::q8_decode_accumulate(in, bytes, count, block_, acc);
+    return fns_.decode_accumulate(in, bytes, count, block_, acc);
   }
 
  private:
+  MinMaxEntryPoints fns_;
   uint32_t block_;
 };
 
@@ -114,7 +128,11 @@ CodecStatus ChunkCodec::store_accumulator(const float *acc, size_t count, void *
 }
 
 std::unique_ptr<ChunkCodec> make_q8_codec(uint32_t block) {
-  return std::make_unique<Q8Codec>(block);
+  return std::make_unique<MinMaxCodec>(kQ8, block);
+}
+
+std::unique_ptr<ChunkCodec> make_q4_codec(uint32_t block) {
+  return std::make_unique<MinMaxCodec>(kQ4, block);
 }
 
 std::unique_ptr<ChunkCodec> make_cast_codec(codec::CastFormat format, float contribution_prescale,

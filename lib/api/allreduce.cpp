@@ -97,6 +97,7 @@ Status allreduce_bytes(bagua_algorithm algorithm, MPI_Count count, MPI_Datatype 
 
 BAGUA_DEFINE_ALLREDUCE(bagua_allreduce, bagua::Wire::exact)
 BAGUA_DEFINE_ALLREDUCE(bagua_allreduce_q8, bagua::Wire::q8)
+BAGUA_DEFINE_ALLREDUCE(bagua_allreduce_q4, bagua::Wire::q4)
 BAGUA_DEFINE_ALLREDUCE(bagua_allreduce_fp16, bagua::Wire::fp16)
 BAGUA_DEFINE_ALLREDUCE(bagua_allreduce_bf16, bagua::Wire::bf16)
 

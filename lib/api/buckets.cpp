@@ -36,7 +36,7 @@ Status algorithm_from_c(const bagua_bucket_algorithm_config &in, BucketAlgorithm
   const int algorithm = static_cast<int>(in.algorithm);
   if (algorithm < 0 || algorithm >= kWires || Wire(algorithm) == Wire::sign)
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
-                "algorithm %d is not a bucket algorithm (exact, q8, fp16 or bf16)", algorithm);
+                "algorithm %d is not a bucket algorithm (exact, q8, q4, fp16 or bf16)", algorithm);
   out->wire = Wire(algorithm);
   if (in.op == MPI_OP_NULL) {
     out->op = ReduceOp::avg;
@@ -233,3 +233,4 @@ extern "C" int bagua_bucket_comm_wait_all(bagua_bucket_comm_t bc) {
 
 BAGUA_DEFINE_IALLREDUCE(bagua_iallreduce, bagua::Wire::exact)
 BAGUA_DEFINE_IALLREDUCE(bagua_iallreduce_q8, bagua::Wire::q8)
+BAGUA_DEFINE_IALLREDUCE(bagua_iallreduce_q4, bagua::Wire::q4)

@@ -30,6 +30,7 @@ const char *wire_name(Wire w) {
     case Wire::fp16: return "fp16";
     case Wire::bf16: return "bf16";
     case Wire::sign: return "sign";
+    case Wire::q4: return "q4";
   }
   return "?";
 }

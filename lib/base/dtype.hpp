@@ -13,8 +13,9 @@ namespace bagua {
 enum class ReduceOp : uint8_t { sum, max, min, avg };
 
 // What crosses the wire: exact elements, or one of the codecs.
-enum class Wire : uint8_t { exact, q8, fp16, bf16, sign };
-constexpr int kWires = 5;
+// The values are those of bagua_algorithm (include/bagua.h).
+enum class Wire : uint8_t { exact, q8, fp16, bf16, sign, q4 };
+constexpr int kWires = 6;
 
 // Where a buffer lives.
 enum class Memory : uint8_t { host, cuda };

@@ -36,7 +36,7 @@ constexpr EnvVar kVars[] = {
      ">= 32767 caps it (e.g. 32767, the MPI standard's minimum, to test the smallest tag "
      "space)."},
     {"BAGUA_HIERARCHICAL", "0",
-     "Compressed allreduce (q8, fp16, sign): 1 = exact reduce to a leader per node, "
+     "Compressed allreduce (q8, q4, fp16, sign): 1 = exact reduce to a leader per node, "
      "compressed allreduce among the leaders, broadcast inside the node; 0 = flat."},
     {"BAGUA_NODE_SIZE", "0",
      "Nodes of hierarchical mode: 0 = ranks that share memory (MPI_COMM_TYPE_SHARED); "
@@ -44,6 +44,9 @@ constexpr EnvVar kVars[] = {
     {"BAGUA_CODEC_BLOCK", "2048",
      "Elements per q8 / sign block (power of two, 64 .. 1048576): smaller blocks lower "
      "the error, larger ones the header overhead."},
+    {"BAGUA_Q4_BLOCK", "256",
+     "Elements per q4 block (power of two, 64 .. 1048576): 4 bits leave 15 steps per block "
+     "range, so q4 needs smaller blocks than q8 (doc/codecs.md)."},
     {"BAGUA_PARTIAL_GROUP_SIZE", "0",
      "Partial reduce: group size P used when a call passes group_size 0; 0 means half "
      "the ranks, rounded up."},
@@ -83,8 +86,8 @@ constexpr EnvVar kVars[] = {
      "bagua_torch.init(): torch.distributed backend of the default group when init() is not "
      "given one (gloo, or bagua for the c10d backend)."},
     {"BAGUA_TORCH_ALGORITHM", "exact",
-     "bagua_torch c10d backend: allreduce algorithm of floating-point sums (exact, q8, fp16, "
-     "bf16) in groups whose pg_options name none."},
+     "bagua_torch c10d backend: allreduce algorithm of floating-point sums (exact, q8, q4, "
+     "fp16, bf16) in groups whose pg_options name none."},
     {"BAGUA_TORCH_MASTER_ADDR", "",
      "bagua_torch.init(): address other ranks reach rank 0's TCPStore at; empty = rank 0's "
      "hostname.",
@@ -97,12 +100,12 @@ constexpr EnvVar kVars[] = {
      true},
     // @env pmpi (read by libbagua-pmpi, doc/pmpi.md)
     {"BAGUA_PMPI", "off",
-     "PMPI interposer: where MPI_Allreduce goes: off (MPI), exact (bagua_allreduce), q8, fp16, "
-     "bf16 or sign (the compressed allreduces; float32 sums only)."},
+     "PMPI interposer: where MPI_Allreduce goes: off (MPI), exact (bagua_allreduce), q8, q4, "
+     "fp16, bf16 or sign (the compressed allreduces; float32 sums only)."},
     {"BAGUA_PMPI_MIN_COUNT", "16384",
      "PMPI interposer: calls with fewer elements stay with MPI (measured in doc/pmpi.md)."},
     {"BAGUA_PMPI_IALLREDUCE", "1",
-     "PMPI interposer: 1 = route MPI_Iallreduce in modes exact and q8, raising MPI_Init's "
+     "PMPI interposer: 1 = route MPI_Iallreduce in modes exact, q8 and q4, raising MPI_Init's "
      "thread level to MPI_THREAD_MULTIPLE; 0 = leave MPI_Iallreduce and the level to MPI."},
     {"BAGUA_PMPI_VERBOSE", "0",
      "PMPI interposer: 1 = each rank prints one line at MPI_Finalize: calls routed and "

@@ -19,6 +19,7 @@ const char *collective_name(Wire w) {
     case Wire::fp16: return "allreduce_fp16";
     case Wire::bf16: return "allreduce_bf16";
     case Wire::sign: return "allreduce_sign";
+    case Wire::q4: return "allreduce_q4";
   }
   return "?";
 }

@@ -17,8 +17,8 @@ namespace bagua {
 
 // The collective families: one row group of the support matrix each.
 enum class Family : uint8_t {
-  allreduce,      // bagua_allreduce, bagua_allreduce_q8/fp16/bf16/sign
-  iallreduce,     // bagua_iallreduce, bagua_iallreduce_q8
+  allreduce,      // bagua_allreduce, bagua_allreduce_q8/q4/fp16/bf16/sign
+  iallreduce,     // bagua_iallreduce, bagua_iallreduce_q8/q4
   bucket,         // the bucketed communicator's buckets
   partial,        // bagua_partial_reduce
   decentralized,  // bagua_decentralized_average

@@ -37,16 +37,21 @@ Status load_partial(PartialOptions *p) {
   return BAGUA_SUCCESS;
 }
 
+// A codec block size: a power of two in 64 .. 2^20.
+Status block_option(const char *name, int *out) {
+  BAGUA_TRY(int_option(name, 64, 1 << 20, out));
+  if ((*out & (*out - 1)) != 0)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s='%d' is not a power of two", name, *out);
+  return BAGUA_SUCCESS;
+}
+
 Status load_compressed(CompressedOptions *c) {
   int hierarchical = 0;
   BAGUA_TRY(int_option("BAGUA_HIERARCHICAL", 0, 1, &hierarchical));
   c->hierarchical = hierarchical != 0;
   BAGUA_TRY(int_option("BAGUA_NODE_SIZE", 0, 1 << 24, &c->node_size));
-  BAGUA_TRY(int_option("BAGUA_CODEC_BLOCK", 64, 1 << 20, &c->codec_block));
-  if ((c->codec_block & (c->codec_block - 1)) != 0)
-    return fail(BAGUA_ERR_INVALID_ARGUMENT, "BAGUA_CODEC_BLOCK='%d' is not a power of two",
-                c->codec_block);
-  return BAGUA_SUCCESS;
+  BAGUA_TRY(block_option("BAGUA_CODEC_BLOCK", &c->codec_block));
+  return block_option("BAGUA_Q4_BLOCK", &c->q4_block);
 }
 
 }  // namespace

@@ -28,11 +28,12 @@ struct PartialOptions {
   int controller_rank = 0;
 };
 
-// Compressed allreduce (bagua_allreduce_q8/fp16/sign); see doc/compressed.md.
+// Compressed allreduce (bagua_allreduce_q8/q4/fp16/sign); see doc/compressed.md.
 struct CompressedOptions {
   bool hierarchical = false;
   int node_size = 0;  // 0: ranks sharing memory form a node
   int codec_block = 2048;
+  int q4_block = 256;
 };
 
 struct Options {

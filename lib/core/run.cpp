@@ -32,6 +32,7 @@ Prescale prescale_of(const Call &call, int ranks) {
 std::unique_ptr<ChunkCodec> host_codec(const Call &call, uint32_t block, Prescale p) {
   switch (call.wire) {
     case Wire::q8: return make_q8_codec(block);
+    case Wire::q4: return make_q4_codec(block);
     case Wire::fp16: return make_cast_codec(codec::CastFormat::fp16, p.contribution, p.reduced);
     case Wire::bf16: return make_cast_codec(codec::CastFormat::bf16, p.contribution, p.reduced);
     case Wire::sign:
@@ -161,7 +162,9 @@ void AlignedStaging::copy_back(const Call &call) const {
 }
 
 std::unique_ptr<ChunkCodec> make_call_codec(const Call &call, int ranks, const Options &options) {
-  const auto block = static_cast<uint32_t>(options.compressed.codec_block);
+  // q4 has its own block size (BAGUA_Q4_BLOCK); q8 and sign share BAGUA_CODEC_BLOCK.
+  const auto block = static_cast<uint32_t>(call.wire == Wire::q4 ? options.compressed.q4_block
+                                                                 : options.compressed.codec_block);
   const Prescale p = prescale_of(call, ranks);
   if (call.memory == Memory::cuda)
     return make_device_codec(call.wire, block, p.contribution, p.reduced,

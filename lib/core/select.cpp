@@ -29,7 +29,7 @@ void add_compressed_rules(const SelectionSettings &s, Family family, std::vector
   // Hierarchical mode replaces the flat schedule of the blocking calls
   // (host memory only); the other families always run flat.
   const bool hierarchical = s.hierarchical && family == Family::allreduce;
-  for (Wire w : {Wire::q8, Wire::fp16, Wire::bf16, Wire::sign}) {
+  for (Wire w : {Wire::q8, Wire::q4, Wire::fp16, Wire::bf16, Wire::sign}) {
     if (hierarchical)
       rows->push_back({w, Schedule::hierarchical, 0, kAny, kHost, kForced});
     else

@@ -26,13 +26,16 @@ using W = Wire;
 constexpr SupportRow kMatrix[] = {
     {F::allreduce, W::exact, kAllTypes, kAllOps, kHost},
     {F::allreduce, W::q8, kCodecTypes, kSumOps, kAnyMemory},
+    {F::allreduce, W::q4, kCodecTypes, kSumOps, kAnyMemory},
     {F::allreduce, W::fp16, kCodecTypes, kSumOps, kAnyMemory},
     {F::allreduce, W::bf16, kCodecTypes, kSumOps, kAnyMemory},
     {F::allreduce, W::sign, kCodecTypes, kSumOps, kHost},
     {F::iallreduce, W::exact, kAllTypes, kAllOps, kHost},
     {F::iallreduce, W::q8, kCodecTypes, kSumOps, kHost},
+    {F::iallreduce, W::q4, kCodecTypes, kSumOps, kHost},
     {F::bucket, W::exact, kAllTypes, kAllOps, kHost},
     {F::bucket, W::q8, kCodecTypes, kSumOps, kHost},
+    {F::bucket, W::q4, kCodecTypes, kSumOps, kHost},
     {F::bucket, W::fp16, kCodecTypes, kSumOps, kHost},
     {F::bucket, W::bf16, kCodecTypes, kSumOps, kHost},
     {F::partial, W::exact, kAllTypes, kAverage, kHost},
@@ -109,7 +112,7 @@ Status check_support(Family family, Wire wire, DType t, ReduceOp op, Memory memo
   if (!(row->memory & bit(memory)))
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
                 "CUDA device buffers are not supported here (%s, %s); pass host memory "
-                "(device buffers: bagua_allreduce_q8, _fp16 and _bf16)",
+                "(device buffers: bagua_allreduce_q8, _q4, _fp16 and _bf16)",
                 family_name(family), wire_name(wire));
   return BAGUA_SUCCESS;
 }

@@ -142,28 +142,44 @@ class GpuCodec : public ChunkCodec {
   mutable CudaBuffer device_encoded_, host_encoded_, device_acc_, device_status_, host_status_;
 };
 
-class GpuQ8Codec final : public GpuCodec {
+// The device entry points of one min-max codec of kernels/codec_cuda.h (q8 or q4).
+struct GpuMinMaxEntryPoints {
+  size_t (*encoded_bytes)(size_t count, uint32_t block);
+  CodecStatus (*encode)(const void *src, DType t, size_t count, uint32_t block, void *out,
+                        cudaStream_t stream);
+  CodecStatus (*decode)(const void *in, size_t bytes, size_t count, uint32_t block, void *dst,
+                        DType t, uint32_t *status, cudaStream_t stream);
+  CodecStatus (*decode_accumulate)(const void *in, size_t bytes, size_t count, uint32_t block,
+                                   float *acc, uint32_t *status, cudaStream_t stream);
+};
+
+constexpr GpuMinMaxEntryPoints kGpuQ8{codec::q8_encoded_bytes, codec::gpu::q8_encode,
+                                      codec::gpu::q8_decode, codec::gpu::q8_decode_accumulate};
+constexpr GpuMinMaxEntryPoints kGpuQ4{codec::q4_encoded_bytes, codec::gpu::q4_encode,
+                                      codec::gpu::q4_decode, codec::gpu::q4_decode_accumulate};
+
+class GpuMinMaxCodec final : public GpuCodec {
  public:
-  GpuQ8Codec(uint32_t block, void *stream) : GpuCodec(stream), block_(block) {}
-  size_t encoded_bytes(size_t count) const override {
-    return codec::q8_encoded_bytes(count, block_);
-  }
+  GpuMinMaxCodec(const GpuMinMaxEntryPoints &fns, uint32_t block, void *stream)
+      : GpuCodec(stream), fns_(fns), block_(block) {}
+  size_t encoded_bytes(size_t count) const override { return fns_.encoded_bytes(count, block_); }
   size_t block_elems() const override { return block_; }
 
  protected:
   CodecStatus encode_on_device(Stage, const void *src, DType t, size_t count, void *out) override {
-    return codec::gpu::q8_encode(src, t, count, block_, out, stream_);
+    return fns_.encode(src, t, count, block_, out, stream_);
   }
   CodecStatus decode_on_device(const void *in, size_t bytes, size_t count, void *dst, DType t,
                                uint32_t *status) const override {
-    return codec::gpu::q8_decode(in, bytes, count, block_, dst, t, status, stream_);
+    return fns_.decode(in, bytes, count, block_, dst, t, status, stream_);
   }
   CodecStatus accumulate_on_device(const void *in, size_t bytes, size_t count, float *acc,
                                    uint32_t *status) const override {
-    return codec::gpu::q8_decode_accumulate(in, bytes, count, block_, acc, status, stream_);
+    return fns_.decode_accumulate(in, bytes, count, block_, acc, status, stream_);
   }
 
  private:
+  GpuMinMaxEntryPoints fns_;
   uint32_t block_;
 };
 
@@ -201,7 +217,8 @@ std::unique_ptr<ChunkCodec> make_device_codec(Wire wire, uint32_t block,
                                               float contribution_prescale, float reduced_prescale,
                                               void *stream) {
   switch (wire) {
-    case Wire::q8: return std::make_unique<GpuQ8Codec>(block, stream);
+    case Wire::q8: return std::make_unique<GpuMinMaxCodec>(kGpuQ8, block, stream);
+    case Wire::q4: return std::make_unique<GpuMinMaxCodec>(kGpuQ4, block, stream);
     case Wire::fp16:
     case Wire::bf16: {
       const auto format = wire == Wire::fp16 ? codec::CastFormat::fp16 : codec::CastFormat::bf16;

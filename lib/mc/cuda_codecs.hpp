@@ -1,4 +1,4 @@
-// GPU adapters of the compressed allreduce: the ChunkCodec of q8 and fp16 /
+// GPU adapters of the compressed allreduce: the ChunkCodec of q8, q4 and fp16 /
 // bf16 cast for device buffers. Element buffers and the reduce accumulator
 // are device memory; encoded segments are the schedule's host slots. Encode
 // runs the CUDA kernel into device staging and copies only the encoded bytes
@@ -13,7 +13,7 @@
 
 namespace bagua {
 
-// The device codec of `wire` (q8, fp16, bf16), or nullptr for a wire format
+// The device codec of `wire` (q8, q4, fp16, bf16), or nullptr for a wire format
 // without one and in a build without CUDA. Prescales as make_cast_codec.
 std::unique_ptr<ChunkCodec> make_device_codec(Wire wire, uint32_t block,
                                               float contribution_prescale, float reduced_prescale,

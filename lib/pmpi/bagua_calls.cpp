@@ -91,6 +91,7 @@ int run_aligned(Mode mode, const void *sendbuf, void *recvbuf, int count, TypeCl
   switch (mode) {
     case Mode::exact: return bagua_allreduce(sendbuf, recvbuf, count, t, op, comm);
     case Mode::q8: return bagua_allreduce_q8(sendbuf, recvbuf, count, t, op, comm);
+    case Mode::q4: return bagua_allreduce_q4(sendbuf, recvbuf, count, t, op, comm);
     case Mode::fp16: return bagua_allreduce_fp16(sendbuf, recvbuf, count, t, op, comm);
     case Mode::bf16: return bagua_allreduce_bf16(sendbuf, recvbuf, count, t, op, comm);
     case Mode::sign: return allreduce_sign(sendbuf, recvbuf, count, op, comm, program_recvbuf);
@@ -103,6 +104,7 @@ int start_aligned(Mode mode, const void *sendbuf, void *recvbuf, int count, Type
                   MPI_Op op, MPI_Comm comm, MPI_Request *request) {
   const MPI_Datatype t = bagua_type(type);
   if (mode == Mode::q8) return bagua_iallreduce_q8(sendbuf, recvbuf, count, t, op, comm, request);
+  if (mode == Mode::q4) return bagua_iallreduce_q4(sendbuf, recvbuf, count, t, op, comm, request);
   return bagua_iallreduce(sendbuf, recvbuf, count, t, op, comm, request);
 }
 
@@ -166,10 +168,13 @@ int run_nonblocking_staged(Mode mode, const void *sendbuf, void *recvbuf, int co
 
 const char *bagua_function(Mode mode, CallKind call) {
   if (call == CallKind::nonblocking)
-    return mode == Mode::q8 ? "bagua_iallreduce_q8" : "bagua_iallreduce";
+    return mode == Mode::q8   ? "bagua_iallreduce_q8"
+           : mode == Mode::q4 ? "bagua_iallreduce_q4"
+                              : "bagua_iallreduce";
   switch (mode) {
     case Mode::exact: return "bagua_allreduce";
     case Mode::q8: return "bagua_allreduce_q8";
+    case Mode::q4: return "bagua_allreduce_q4";
     case Mode::fp16: return "bagua_allreduce_fp16";
     case Mode::bf16: return "bagua_allreduce_bf16";
     case Mode::sign: return "bagua_allreduce_sign";

@@ -54,9 +54,7 @@ Runtime &runtime() {
 }
 
 // MPI_Iallreduce routing runs bagua's background threads.
-bool wants_thread_multiple(const Settings &s) {
-  return s.iallreduce && (s.mode == Mode::exact || s.mode == Mode::q8);
-}
+bool wants_thread_multiple(const Settings &s) { return s.iallreduce && has_nonblocking(s.mode); }
 
 // All ranks must route alike; a rank started with other BAGUA_PMPI settings
 // would hang or compute something else, so the job stops at MPI_Init instead.
@@ -299,7 +297,7 @@ int iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 extern "C" {
 
 /** MPI_Init; raises the thread level to MPI_THREAD_MULTIPLE when
- *  MPI_Iallreduce routing is on (BAGUA_PMPI=exact|q8, BAGUA_PMPI_IALLREDUCE=1). */
+ *  MPI_Iallreduce routing is on (BAGUA_PMPI=exact|q8|q4, BAGUA_PMPI_IALLREDUCE=1). */
 BAGUA_PMPI_EXPORT int MPI_Init(int *argc, char ***argv) { return bagua::pmpi::init(argc, argv); }
 
 /** MPI_Init_thread; raises `required` as MPI_Init does. */
@@ -313,7 +311,7 @@ BAGUA_PMPI_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int coun
   return bagua::pmpi::allreduce(sendbuf, recvbuf, count, datatype, op, comm);
 }
 
-/** MPI_Iallreduce: bagua_iallreduce(_q8) for routed calls, PMPI_Iallreduce otherwise. */
+/** MPI_Iallreduce: bagua_iallreduce(_q8, _q4) for routed calls, PMPI_Iallreduce otherwise. */
 BAGUA_PMPI_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
                                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                      MPI_Request *request) {

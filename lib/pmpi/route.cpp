@@ -3,7 +3,7 @@
 namespace bagua::pmpi {
 namespace {
 
-constexpr const char *kModeNames[] = {"off", "exact", "q8", "fp16", "bf16", "sign"};
+constexpr const char *kModeNames[] = {"off", "exact", "q8", "fp16", "bf16", "sign", "q4"};
 constexpr const char *kRouteNames[kRouteCount] = {"bagua", "off", "small",      "comm",
                                                   "type",  "op",  "nonblocking"};
 
@@ -21,10 +21,11 @@ bool supports_op(Mode mode, OpClass op) {
   return (op == OpClass::max || op == OpClass::min) && !is_relaxed(mode);
 }
 
-// bagua_iallreduce and bagua_iallreduce_q8 are the nonblocking calls.
-bool has_nonblocking(Mode mode) { return mode == Mode::exact || mode == Mode::q8; }
-
 }  // namespace
+
+bool has_nonblocking(Mode mode) {
+  return mode == Mode::exact || mode == Mode::q8 || mode == Mode::q4;
+}
 
 Route route(const Policy &policy, const CallShape &shape) {
   if (policy.mode == Mode::off) return Route::pass_off;

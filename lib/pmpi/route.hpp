@@ -13,7 +13,7 @@ namespace bagua::pmpi {
 
 // BAGUA_PMPI: off passes everything to MPI; exact uses bagua_allreduce; the
 // others are the relaxed (compressed) allreduces.
-enum class Mode { off, exact, q8, fp16, bf16, sign };
+enum class Mode { off, exact, q8, fp16, bf16, sign, q4 };
 
 // The datatype as far as routing cares: MPI_FLOAT / MPI_REAL / MPI_REAL4 are
 // float32, MPI_DOUBLE / MPI_DOUBLE_PRECISION / MPI_REAL8 float64.
@@ -62,6 +62,9 @@ struct CallShape {
 // supports, on intra-communicators of more than one rank, from min_count
 // elements on.
 Route route(const Policy &policy, const CallShape &shape);
+
+// The modes with a nonblocking bagua call (bagua_iallreduce, _q8, _q4).
+bool has_nonblocking(Mode mode);
 
 // Parses a BAGUA_PMPI value; false if it is not a mode name.
 bool parse_mode(std::string_view text, Mode *out);

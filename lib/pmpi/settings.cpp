@@ -36,7 +36,7 @@ bool parse_settings(const char *(*getenv_fn)(const char *), Settings *out, std::
     return v != nullptr && *v != '\0' ? v : nullptr;
   };
   if (const char *v = value_of("BAGUA_PMPI"); v && !parse_mode(v, &s.mode)) {
-    *error = bad_value("BAGUA_PMPI", v, "one of off, exact, q8, fp16, bf16, sign");
+    *error = bad_value("BAGUA_PMPI", v, "one of off, exact, q8, q4, fp16, bf16, sign");
     return false;
   }
   if (const char *v = value_of("BAGUA_PMPI_MIN_COUNT"); v && !parse_count(v, &s.min_count)) {

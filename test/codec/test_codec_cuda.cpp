@@ -65,46 +65,86 @@ std::vector<uint8_t> as_bytes(const std::vector<T> &v) {
   return std::vector<uint8_t>(p, p + v.size() * sizeof(T));
 }
 
-}  // namespace
+// A min-max codec (q8, q4) on both sides.
+struct MinMaxPair {
+  size_t (*payload_bytes)(size_t elems);
+  size_t (*encoded_bytes)(size_t, uint32_t);
+  CodecStatus (*cpu_encode)(Isa, const void *, DType, size_t, uint32_t, void *);
+  CodecStatus (*cpu_decode)(Isa, const void *, size_t, size_t, uint32_t, void *, DType);
+  CodecStatus (*cpu_decode_accumulate)(Isa, const void *, size_t, size_t, uint32_t, float *);
+  CodecStatus (*gpu_encode)(const void *, DType, size_t, uint32_t, void *, cudaStream_t);
+  CodecStatus (*gpu_decode)(const void *, size_t, size_t, uint32_t, void *, DType, uint32_t *,
+                            cudaStream_t);
+  CodecStatus (*gpu_decode_accumulate)(const void *, size_t, size_t, uint32_t, float *, uint32_t *,
+                                       cudaStream_t);
+};
 
-TEST_CASE("q8 on the GPU matches the CPU reference", "[cuda][q8]") {
-  const uint32_t block = GENERATE(64u, 2048u);
-  const size_t n = 5 * block + 37;
+const MinMaxPair kQ8{[](size_t n) { return (n + 15) / 16 * 16; },
+                     codec::q8_encoded_bytes,
+                     cpu::q8_encode,
+                     cpu::q8_decode,
+                     cpu::q8_decode_accumulate,
+                     gpu::q8_encode,
+                     gpu::q8_decode,
+                     gpu::q8_decode_accumulate};
+
+const MinMaxPair kQ4{[](size_t n) { return (n + 31) / 32 * 16; },
+                     codec::q4_encoded_bytes,
+                     cpu::q4_encode,
+                     cpu::q4_decode,
+                     cpu::q4_decode_accumulate,
+                     gpu::q4_encode,
+                     gpu::q4_decode,
+                     gpu::q4_decode_accumulate};
+
+void check_minmax_on_gpu(const MinMaxPair &c, uint32_t block, size_t tail) {
+  const size_t n = 5 * block + tail;
   const auto x = mixed_input(n, block);
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {
-    INFO("dtype " << bagua::dtype_name(t) << " block " << block);
+    INFO("dtype " << bagua::dtype_name(t) << " block " << block << " tail " << tail);
     const auto h = to_half(x, t);
     const auto src_bytes = t == DType::f32 ? as_bytes(x) : as_bytes(h);
-    Bytes ref(codec::q8_encoded_bytes(n, block));
-    REQUIRE(cpu::q8_encode(Isa::scalar, src_bytes.data(), t, n, block, ref.data()) ==
+    Bytes ref(c.encoded_bytes(n, block));
+    REQUIRE(c.cpu_encode(Isa::scalar, src_bytes.data(), t, n, block, ref.data()) ==
             CodecStatus::ok);
     DeviceBuffer src(src_bytes), enc(ref.size()), dst(n * bagua::dtype_size(t)), status(4);
-    REQUIRE(gpu::q8_encode(src.get(), t, n, block, enc.get(), nullptr) == CodecStatus::ok);
+    REQUIRE(c.gpu_encode(src.get(), t, n, block, enc.get(), nullptr) == CodecStatus::ok);
     REQUIRE(enc.host() == ref);
     std::vector<uint8_t> want(n * bagua::dtype_size(t));
-    REQUIRE(cpu::q8_decode(Isa::scalar, ref.data(), ref.size(), n, block, want.data(), t) ==
+    REQUIRE(c.cpu_decode(Isa::scalar, ref.data(), ref.size(), n, block, want.data(), t) ==
             CodecStatus::ok);
-    REQUIRE(gpu::q8_decode(enc.get(), ref.size(), n, block, dst.get(), t, status.get<uint32_t>(),
-                           nullptr) == CodecStatus::ok);
+    REQUIRE(c.gpu_decode(enc.get(), ref.size(), n, block, dst.get(), t, status.get<uint32_t>(),
+                         nullptr) == CodecStatus::ok);
     REQUIRE(dst.host() == want);
     REQUIRE(status_of(status) == 0);
   }
-  Bytes ref(codec::q8_encoded_bytes(n, block));
-  REQUIRE(codec::q8_encode(x.data(), DType::f32, n, block, ref.data()) == CodecStatus::ok);
+  Bytes ref(c.encoded_bytes(n, block));
+  REQUIRE(c.cpu_encode(Isa::scalar, x.data(), DType::f32, n, block, ref.data()) == CodecStatus::ok);
   auto acc = normal(n, 32);
   DeviceBuffer enc(ref), dacc(acc), status(4);
-  REQUIRE(cpu::q8_decode_accumulate(Isa::scalar, ref.data(), ref.size(), n, block, acc.data()) ==
+  REQUIRE(c.cpu_decode_accumulate(Isa::scalar, ref.data(), ref.size(), n, block, acc.data()) ==
           CodecStatus::ok);
-  REQUIRE(gpu::q8_decode_accumulate(enc.get(), ref.size(), n, block, dacc.get<float>(),
-                                    status.get<uint32_t>(), nullptr) == CodecStatus::ok);
+  REQUIRE(c.gpu_decode_accumulate(enc.get(), ref.size(), n, block, dacc.get<float>(),
+                                  status.get<uint32_t>(), nullptr) == CodecStatus::ok);
   REQUIRE(same_bits(dacc.host<float>(), acc));
-  // A corrupt header in the last block: status set, accumulator untouched.
-  ref[(n / block) * (16 + block) + 8] = 0;
+  if (tail == 0) return;
+  // A corrupt header (tag) in the short last block: status set, accumulator untouched.
+  ref[(n / block) * (16 + c.payload_bytes(block)) + 8] = 0;
   DeviceBuffer bad(ref);
-  REQUIRE(gpu::q8_decode_accumulate(bad.get(), ref.size(), n, block, dacc.get<float>(),
-                                    status.get<uint32_t>(), nullptr) == CodecStatus::ok);
+  REQUIRE(c.gpu_decode_accumulate(bad.get(), ref.size(), n, block, dacc.get<float>(),
+                                  status.get<uint32_t>(), nullptr) == CodecStatus::ok);
   REQUIRE(status_of(status) == uint32_t(CodecStatus::corrupt_header));
   REQUIRE(same_bits(dacc.host<float>(), acc));
+}
+
+}  // namespace
+
+TEST_CASE("q8 on the GPU matches the CPU reference", "[cuda][q8]") {
+  check_minmax_on_gpu(kQ8, GENERATE(64u, 2048u), 37);
+}
+
+TEST_CASE("q4 on the GPU matches the CPU reference", "[cuda][q4]") {
+  check_minmax_on_gpu(kQ4, GENERATE(64u, 256u, 2048u), GENERATE(0u, 1u, 37u));
 }
 
 TEST_CASE("cast on the GPU matches the CPU reference", "[cuda][cast]") {

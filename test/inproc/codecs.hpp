@@ -12,7 +12,7 @@
 
 namespace inproc {
 
-enum class Codec { q8, fp16, bf16, sign };
+enum class Codec { q8, fp16, bf16, sign, q4 };
 
 // Error-feedback state of the sign codec, indexed like the buffer.
 struct SignResiduals {
@@ -21,7 +21,7 @@ struct SignResiduals {
       : feedback{MPI_COMM_NULL, count, std::vector<float>(count), std::vector<float>(count)} {}
 };
 
-// q8 and sign blocks: small, so 4099 elements span many blocks.
+// q8, q4 and sign blocks: small, so 4099 elements span many blocks.
 constexpr uint32_t kBlock = 64;
 
 // The codec the library's run path builds for a call among n ranks
@@ -29,13 +29,14 @@ constexpr uint32_t kBlock = 64;
 inline std::unique_ptr<bagua::ChunkCodec> make_codec(Codec codec, int n, bool average,
                                                      SignResiduals &sr) {
   const bagua::Wire wires[] = {bagua::Wire::q8, bagua::Wire::fp16, bagua::Wire::bf16,
-                               bagua::Wire::sign};
+                               bagua::Wire::sign, bagua::Wire::q4};
   bagua::Call call{};
   call.wire = wires[int(codec)];
   call.op = average ? bagua::ReduceOp::avg : bagua::ReduceOp::sum;
   call.feedback = &sr.feedback;
   bagua::Options options;
   options.compressed.codec_block = int(kBlock);
+  options.compressed.q4_block = int(kBlock);
   return bagua::make_call_codec(call, n, options);
 }
 
@@ -47,15 +48,17 @@ inline double smooth(int rank, size_t i) {
 }
 
 // The documented bounds (doc/compressed.md) of an n-rank result `value` for
-// inputs in [-1, 1]. q8: the n - 1 other contributions (block range <= 2)
-// and the reduced sum (range <= 2n) are quantized once each, error <= range
-// / 510. Cast: each scaled value is rounded at most twice (relative 2^-11 for
-// fp16, 2^-8 for bf16; fp16 subnormals add 2^-25 absolute). Divided by n for
-// an average, plus the rounding of the output type.
+// inputs in [-1, 1]. q8 and q4: the n - 1 other contributions (block range
+// <= 2) and the reduced sum (range <= 2n) are quantized once each, error <=
+// range / 510 (q8) or range / 30 (q4). Cast: each scaled value is rounded at most twice (relative
+// 2^-11 for fp16, 2^-8 for bf16; fp16 subnormals add 2^-25 absolute). Divided by n for an average,
+// plus the rounding of the output type.
 inline double bound(Codec codec, bagua::DType t, bool average, int n, double value) {
   const double eps = codec == Codec::fp16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
-  double b = codec == Codec::q8 ? (2.0 * (n - 1) + 2.0 * n) / 510.0
-                                : 2.0 * n * (eps + n * std::ldexp(1.0, -25));
+  const double ranges = 2.0 * (n - 1) + 2.0 * n;
+  double b = codec == Codec::q8   ? ranges / 510.0
+             : codec == Codec::q4 ? ranges / 30.0
+                                  : 2.0 * n * (eps + n * std::ldexp(1.0, -25));
   if (average) b /= n;
   const double out_ulp = t == bagua::DType::f16    ? std::ldexp(1.0, -11)
                          : t == bagua::DType::bf16 ? std::ldexp(1.0, -8)

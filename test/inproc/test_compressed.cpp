@@ -1,4 +1,4 @@
-// The compressed allreduce (ByteGrad) with the q8, fp16/bf16 cast and sign
+// The compressed allreduce (ByteGrad) with the q8, q4, fp16/bf16 cast and sign
 // codecs at 1..16 ranks: within the documented error bound of the exact
 // result, bit-identical on every rank, in place and out of place.
 #include <algorithm>
@@ -30,7 +30,7 @@ bagua::Status allreduce(bagua::AlgoContext &ctx, bagua::ChunkCodec &codec, const
 }
 
 const char *codec_name(Codec c) {
-  const char *names[] = {"q8", "fp16", "bf16", "sign"};
+  const char *names[] = {"q8", "fp16", "bf16", "sign", "q4"};
   return names[static_cast<int>(c)];
 }
 
@@ -72,7 +72,7 @@ class Exact {
   std::vector<double> sums_[3];
 };
 
-// One call on one rank: smooth inputs for q8 and cast, checked against the
+// One call on one rank: smooth inputs for q8, q4 and cast, checked against the
 // bound; +-0.5 in one sign pattern on every rank for sign, which it
 // represents exactly (every block's scale is 0.5, the sum's 0.5 n).
 Outcome run_case(inproc::Rank &rank, const Case &c, const Exact &exact) {
@@ -111,7 +111,7 @@ void run_matrix(int n, const std::vector<Case> &cases) {
       outcomes, cases.size(), [&](size_t c) { return label(n, cases[c]); }, true);
 }
 
-constexpr Codec kCodecs[] = {Codec::q8, Codec::fp16, Codec::bf16, Codec::sign};
+constexpr Codec kCodecs[] = {Codec::q8, Codec::q4, Codec::fp16, Codec::bf16, Codec::sign};
 constexpr DType kTypes[] = {DType::f32, DType::f16, DType::bf16};
 
 }  // namespace
@@ -135,12 +135,12 @@ TEST_CASE("compressed allreduce at 1..16 ranks: small counts x every codec and t
 
 TEST_CASE("compressed allreduce of 1<<20 elements at 2 3 7 16 ranks", "[compressed]") {
   // One call per codec: the bf16 cast on float32 input, the others on
-  // bfloat16; averages at odd n, sums at even n; q8 out of place.
+  // bfloat16; averages at odd n, sums at even n; q8 and q4 out of place.
   for (int n : {2, 3, 7, 16}) {
     std::vector<Case> cases;
     for (Codec codec : kCodecs)
       cases.push_back({codec, codec == Codec::bf16 ? DType::f32 : DType::bf16, n % 2 == 1, 1u << 20,
-                       codec != Codec::q8, 1 << 16});
+                       codec != Codec::q8 && codec != Codec::q4, 1 << 16});
     run_matrix(n, cases);
   }
 }

@@ -73,6 +73,11 @@ TEST_CASE("run path: ranks whose calls differ all get MISMATCH, no buffer overru
       return call_on(d, Wire::q8, 1000, DType::f32, first ? ReduceOp::sum : ReduceOp::avg);
     });
     for (bagua::Status s : o.status) CHECK(s == BAGUA_ERR_MISMATCH);
+    // q8 vs q4 of the same count: the codecs differ, so do their messages.
+    o = run_differing(n, Schedule::bytegrad, [](bool first, std::vector<float> &d) {
+      return call_on(d, first ? Wire::q8 : Wire::q4, 1000, DType::f32, ReduceOp::sum);
+    });
+    for (bagua::Status s : o.status) CHECK(s == BAGUA_ERR_MISMATCH);
     // Agreeing calls still succeed.
     o = run_differing(n, Schedule::ring, [](bool, std::vector<float> &d) {
       return call_on(d, Wire::exact, 8192, DType::f32, ReduceOp::sum);

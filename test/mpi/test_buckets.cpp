@@ -350,16 +350,23 @@ TEST_CASE("iallreduce: requests complete with MPI_Wait, MPI_Waitall and MPI_Test
     for (size_t i = 0; i < recv[c].size(); ++i) ok = ok && recv[c][i] == expected_sum(n, c, i, 0);
   CHECK(test::all_ranks(ok));
 
-  std::vector<float> q(4096), q_out(4096);
-  for (size_t i = 0; i < q.size(); ++i) q[i] = input(rank, 0, i, 0);
-  MPI_Request r;
-  REQUIRE(bagua_iallreduce_q8(q.data(), q_out.data(), 4096, MPI_FLOAT, BAGUA_AVG, MPI_COMM_WORLD,
-                              &r) == BAGUA_SUCCESS);
-  REQUIRE(MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS);
-  ok = true;
-  for (size_t i = 0; i < q.size(); ++i)
-    ok = ok && std::fabs(q_out[i] - expected_sum(n, 0, i, 0) / n) <= 2.0 * 7 * n / 510 + 1e-3;
-  CHECK(test::all_ranks(ok));
+  // q8 and q4: each value quantized at most twice, inputs span at most 7 * n,
+  // error <= range / 510 (q8) or range / 30 (q4) per quantization.
+  using Start = int (*)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request *);
+  for (auto [start, steps] : {std::pair<Start, double>{bagua_iallreduce_q8, 510},
+                              std::pair<Start, double>{bagua_iallreduce_q4, 30}}) {
+    std::vector<float> q(4096), q_out(4096);
+    for (size_t i = 0; i < q.size(); ++i) q[i] = input(rank, 0, i, 0);
+    MPI_Request r;
+    REQUIRE(start(q.data(), q_out.data(), 4096, MPI_FLOAT, BAGUA_AVG, MPI_COMM_WORLD, &r) ==
+            BAGUA_SUCCESS);
+    REQUIRE(MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS);
+    ok = true;
+    for (size_t i = 0; i < q.size(); ++i)
+      ok = ok && std::fabs(q_out[i] - expected_sum(n, 0, i, 0) / n) <= 2.0 * 7 * n / steps + 1e-3;
+    INFO("steps per block range " << steps);
+    CHECK(test::all_ranks(ok));
+  }
 }
 
 TEST_CASE("iallreduce: bad arguments are refused before starting", "[iallreduce][errors]") {
@@ -383,6 +390,8 @@ TEST_CASE("iallreduce: bad arguments are refused before starting", "[iallreduce]
                      BAGUA_ERR_UNSUPPORTED_DATATYPE, "MPI_FLOAT");
   test::expect_error(bagua_iallreduce_q8(a, b, 8, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD, &r),
                      BAGUA_ERR_UNSUPPORTED_OP, "MPI_SUM or BAGUA_AVG");
+  test::expect_error(bagua_iallreduce_q4(d, e, 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r),
+                     BAGUA_ERR_UNSUPPORTED_DATATYPE, "MPI_FLOAT");
 }
 
 TEST_CASE("buckets and iallreduce: a thousand rounds leave nothing behind",

@@ -1,4 +1,4 @@
-// Compressed allreduce (q8, fp16, 1-bit sign): error bounds against the exact
+// Compressed allreduce (q8, q4, fp16, bf16, 1-bit sign): error bounds against the exact
 // result computed from every rank's closed-form input, bit-identical outputs,
 // odd counts, in-place, hierarchical mode, non-finite inputs, bad arguments.
 #include <catch2/catch.hpp>
@@ -18,8 +18,10 @@ struct Method {
   const char *name;
   Allreduce fn;
 };
-const Method kMethods[] = {
-    {"q8", bagua_allreduce_q8}, {"fp16", bagua_allreduce_fp16}, {"bf16", bagua_allreduce_bf16}};
+const Method kMethods[] = {{"q8", bagua_allreduce_q8},
+                           {"q4", bagua_allreduce_q4},
+                           {"fp16", bagua_allreduce_fp16},
+                           {"bf16", bagua_allreduce_bf16}};
 
 // Smooth values in [-1, 1] that differ per rank.
 double input(int rank, size_t i) { return std::sin(0.0137 * double(i) + 1.3 * rank); }
@@ -31,15 +33,16 @@ double exact(Type t, MPI_Op op, int n, size_t i) {
   return op == MPI_SUM ? sum : sum / n;
 }
 
-// Documented bounds for inputs in [-1, 1]: q8 quantizes each of the n - 1
-// other contributions (block range <= 2) and the reduced sum (range <= 2n)
-// once, each with error <= range / 510. fp16 rounds each scaled value to
-// float16 (relative 2^-11, absolute 2^-25 in the subnormals) at most twice;
-// bf16 rounds each value to bfloat16 (relative 2^-8) at most twice. Plus the
-// rounding of the output type.
+// Documented bounds for inputs in [-1, 1]: q8 and q4 quantize each of the
+// n - 1 other contributions (block range <= 2) and the reduced sum (range <=
+// 2n) once, each with error <= range / 510 (q8) or range / 30 (q4). fp16 rounds each scaled value
+// to float16 (relative 2^-11, absolute 2^-25 in the subnormals) at most twice; bf16 rounds each
+// value to bfloat16 (relative 2^-8) at most twice. Plus the rounding of the output type.
 double bound(const char *method, Type t, MPI_Op op, int n, double value) {
   const std::string name = method;
-  double b = name == "q8"     ? (2.0 * (n - 1) + 2.0 * n) / 510.0
+  const double ranges = 2.0 * (n - 1) + 2.0 * n;
+  double b = name == "q8"     ? ranges / 510.0
+             : name == "q4"   ? ranges / 30.0
              : name == "bf16" ? 2.0 * n * std::ldexp(1.0, -8)
                               : 2.0 * n * (std::ldexp(1.0, -11) + n * std::ldexp(1.0, -25));
   if (op != MPI_SUM) b /= n;
@@ -113,7 +116,8 @@ TEST_CASE("compressed allreduce stays within its error bound, identical on all r
   const size_t n = size_t(test::world_size());
   // Small segments and blocks so that larger counts run a multi-segment,
   // multi-block pipeline.
-  test::ScopedComm comm({{"BAGUA_SEGMENT_BYTES", "16384"}, {"BAGUA_CODEC_BLOCK", "256"}});
+  test::ScopedComm comm(
+      {{"BAGUA_SEGMENT_BYTES", "16384"}, {"BAGUA_CODEC_BLOCK", "256"}, {"BAGUA_Q4_BLOCK", "64"}});
   run_matrix(comm.get(), {0, 7, n + 1, 40001});
   test::ScopedComm defaults;
   run_matrix(defaults.get(), {100003});
@@ -156,9 +160,10 @@ TEST_CASE("non-finite inputs make their block NaN on every rank", "[compressed]"
       if (rank == n - 1) data[poisoned] = bad;
       REQUIRE(m.fn(MPI_IN_PLACE, data.data(), int(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) ==
               BAGUA_SUCCESS);
-      // q8 flags the whole block (NaN); fp16 and bf16 cast element-wise (Inf stays
-      // Inf); one rank does no encoding at all.
-      const bool flagged = n > 1 && std::string(m.name) == "q8";
+      // q8 and q4 flag the whole block (NaN); fp16 and bf16 cast element-wise (Inf
+      // stays Inf); one rank does no encoding at all.
+      const std::string name = m.name;
+      const bool flagged = n > 1 && (name == "q8" || name == "q4");
       if (flagged || std::isnan(bad)) CHECK(std::isnan(data[poisoned]));
       CHECK(!std::isfinite(data[poisoned]));
       CHECK(std::isfinite(data[far]));
@@ -273,7 +278,8 @@ TEST_CASE("sign state misuse is reported", "[compressed][errors]") {
 TEST_CASE("bad compressed settings are clear errors", "[compressed][errors]") {
   for (auto [name, value] :
        {std::pair{"BAGUA_CODEC_BLOCK", "100"}, std::pair{"BAGUA_CODEC_BLOCK", "32"},
-        std::pair{"BAGUA_HIERARCHICAL", "2"}, std::pair{"BAGUA_NODE_SIZE", "-1"}}) {
+        std::pair{"BAGUA_HIERARCHICAL", "2"}, std::pair{"BAGUA_NODE_SIZE", "-1"},
+        std::pair{"BAGUA_Q4_BLOCK", "96"}, std::pair{"BAGUA_Q4_BLOCK", "2097152"}}) {
     INFO(name << "=" << value);
     setenv(name, value, 1);
     MPI_Comm comm;

@@ -56,6 +56,10 @@ TEST_CASE("new entry points reject bad arguments clearly", "[errors]") {
                      BAGUA_ERR_INVALID_ARGUMENT, "bytes is NULL");
   REQUIRE(bagua_encoded_bytes(BAGUA_ALGORITHM_EXACT, 8, MPI_FLOAT, &bytes) == BAGUA_SUCCESS);
   CHECK(bytes == 32);
+  // q4, default blocks of 256: three full blocks (16 + 128 bytes) and one of
+  // 232 elements (16 + 116 bytes, padded to 16 + 128).
+  REQUIRE(bagua_encoded_bytes(BAGUA_ALGORITHM_Q4, 1000, MPI_FLOAT, &bytes) == BAGUA_SUCCESS);
+  CHECK(bytes == 4 * (16 + 128));
   test::expect_error(bagua_allreduce_c(a, b, -1, MPI_FLOAT, MPI_SUM, w), BAGUA_ERR_INVALID_ARGUMENT,
                      "negative");
   test::expect_error(bagua_allreduce_q8_c(nullptr, b, 8, MPI_FLOAT, MPI_SUM, w),

@@ -42,7 +42,7 @@ TEST_CASE("exact routes float and double with sum, max and min", "[pmpi]") {
 }
 
 TEST_CASE("relaxed modes route float32 sums only", "[pmpi]") {
-  for (Mode mode : {Mode::q8, Mode::fp16, Mode::bf16, Mode::sign}) {
+  for (Mode mode : {Mode::q8, Mode::q4, Mode::fp16, Mode::bf16, Mode::sign}) {
     INFO(mode_name(mode));
     CHECK(route(policy(mode), shape(TypeClass::float32, OpClass::sum)) == Route::bagua);
     CHECK(route(policy(mode), shape(TypeClass::float64, OpClass::sum)) == Route::pass_type);
@@ -66,18 +66,20 @@ TEST_CASE("calls below the minimum count stay with MPI", "[pmpi]") {
         Route::pass_small);
 }
 
-TEST_CASE("iallreduce is routed in exact and q8 when the thread level allows", "[pmpi]") {
+TEST_CASE("iallreduce is routed in exact, q8 and q4 when the thread level allows", "[pmpi]") {
   const CallShape nb =
       shape(TypeClass::float32, OpClass::sum, 1000, CommKind::intra, CallKind::nonblocking);
   CHECK(route(policy(Mode::exact), nb) == Route::bagua);
   CHECK(route(policy(Mode::q8), nb) == Route::bagua);
+  CHECK(route(policy(Mode::q4), nb) == Route::bagua);
   CHECK(route(policy(Mode::fp16), nb) == Route::pass_nonblocking);
   CHECK(route(policy(Mode::sign), nb) == Route::pass_nonblocking);
   CHECK(route(policy(Mode::exact, 100, false), nb) == Route::pass_nonblocking);
 }
 
 TEST_CASE("mode names round-trip", "[pmpi]") {
-  for (Mode mode : {Mode::off, Mode::exact, Mode::q8, Mode::fp16, Mode::bf16, Mode::sign}) {
+  for (Mode mode :
+       {Mode::off, Mode::exact, Mode::q8, Mode::fp16, Mode::bf16, Mode::sign, Mode::q4}) {
     Mode parsed = Mode::off;
     REQUIRE(parse_mode(mode_name(mode), &parsed));
     CHECK(parsed == mode);

@@ -39,7 +39,7 @@ train::TrainConfig short_run(const std::string &algorithm) {
 
 // Exact and centralized compressed averaging: every rank applies the same update.
 bool is_centralized(const std::string &name) {
-  for (const char *c : {"allreduce", "q8", "fp16", "sign", "decentralized-all"})
+  for (const char *c : {"allreduce", "q8", "q4", "fp16", "sign", "decentralized-all"})
     if (name == c) return true;
   return false;
 }
@@ -106,7 +106,7 @@ TEST_CASE("bucketed and flat gradient averaging agree") {
   // On 2 ranks every exact allreduce adds the same two values, so the weights are bit-identical.
   REQUIRE(run(bucketed).weights_checksum == run(flat).weights_checksum);
 
-  for (const char *name : {"q8", "fp16"}) {
+  for (const char *name : {"q8", "q4", "fp16"}) {
     INFO(name);
     bucketed.algorithm = flat.algorithm = name;
     const train::TrainResult b = run(bucketed), f = run(flat);

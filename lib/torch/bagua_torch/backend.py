@@ -9,7 +9,7 @@ from . import _C, runtime
 
 class ProcessGroupOptions:
     """pg_options of a "bagua" group: the algorithm of its floating-point sum allreduces (exact,
-    q8, fp16, bf16; None: BAGUA_TORCH_ALGORITHM, default exact)."""
+    q8, q4, fp16, bf16; None: BAGUA_TORCH_ALGORITHM, default exact)."""
 
     def __init__(self, algorithm=None):
         self.algorithm = algorithm

@@ -5,7 +5,7 @@ import torch.distributed as dist
 
 from . import _C, runtime
 
-ALGORITHMS = ("exact", "q8", "fp16", "bf16", "sign")
+ALGORITHMS = ("exact", "q8", "q4", "fp16", "bf16", "sign")
 
 
 class HookState:

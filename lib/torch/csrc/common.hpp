@@ -61,9 +61,9 @@ std::string tensor_problem(const at::Tensor &t);
 // "torch.float32" and the like.
 std::string dtype_name(at::ScalarType type);
 
-// The allreduce flavours of bagua: exact, q8, fp16 / bf16 (16 bits on the
-// wire), sign (1 bit with error feedback, needs a SignState).
-enum class Algorithm { exact, q8, fp16, bf16, sign };
+// The allreduce flavours of bagua: exact, q8 / q4 (8 / 4 bits on the wire),
+// fp16 / bf16 (16 bits), sign (1 bit with error feedback, needs a SignState).
+enum class Algorithm { exact, q8, fp16, bf16, sign, q4 };
 
 // Throws py::value_error listing the names for an unknown one.
 Algorithm parse_algorithm(const std::string &name);

@@ -120,6 +120,7 @@ struct AlgorithmInfo {
 constexpr AlgorithmInfo kAlgorithms[] = {
     {"exact", Algorithm::exact, BAGUA_ALGORITHM_EXACT, "bagua_allreduce", true},
     {"q8", Algorithm::q8, BAGUA_ALGORITHM_Q8, "bagua_allreduce_q8", false},
+    {"q4", Algorithm::q4, BAGUA_ALGORITHM_Q4, "bagua_allreduce_q4", false},
     {"fp16", Algorithm::fp16, BAGUA_ALGORITHM_FP16, "bagua_allreduce_fp16", false},
     {"bf16", Algorithm::bf16, BAGUA_ALGORITHM_BF16, "bagua_allreduce_bf16", false},
     {"sign", Algorithm::sign, BAGUA_ALGORITHM_SIGN, "bagua_allreduce_sign", false},
@@ -189,6 +190,7 @@ int run_allreduce(Algorithm algorithm, at::Tensor &t, MPI_Datatype datatype, MPI
   switch (algorithm) {
     case Algorithm::exact: return bagua_allreduce(MPI_IN_PLACE, data, count, datatype, op, comm);
     case Algorithm::q8: return bagua_allreduce_q8(MPI_IN_PLACE, data, count, datatype, op, comm);
+    case Algorithm::q4: return bagua_allreduce_q4(MPI_IN_PLACE, data, count, datatype, op, comm);
     case Algorithm::fp16:
       return bagua_allreduce_fp16(MPI_IN_PLACE, data, count, datatype, op, comm);
     case Algorithm::bf16:

@@ -3,7 +3,7 @@ does the communication (doc/pytorch.md).
 
     mpirun -np 4 python3 lib/torch/examples/train_fashion_mnist.py --algorithm q8
 
---algorithm: gloo (plain DDP, the reference), exact / q8 / fp16 / bf16 / sign (DDP with that
+--algorithm: gloo (plain DDP, the reference), exact / q8 / q4 / fp16 / bf16 / sign (DDP with that
 bagua hook), backend (DDP without hook on the c10d backend "bagua", exact). The sign hook
 carries the momentum itself (1-bit SGD: it sign-averages m = 0.9 m + g and returns the
 average), so for sign the optimizer is SGD without momentum; every other run uses SGD with
