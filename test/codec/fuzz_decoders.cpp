@@ -7,9 +7,9 @@
 // -fsanitize=fuzzer,address); bin/bagua-test runs it for 60 s on the corpus
 // in test/codec/fuzz_corpus/.
 //
-// Input layout: [codec, dtype, flags, block shift, count lo, count hi, bytes...].
-// With flags bit 1 set the count is derived from the number of remaining
-// bytes so the length check passes and the headers themselves get fuzzed.
+// Input layout: [codec (q8, cast, sign, q4), dtype, flags, block shift, count lo, count hi,
+// bytes...]. With flags bit 1 set the count is derived from the number of remaining bytes so the
+// length check passes and the headers themselves get fuzzed.
 #include <stdint.h>
 #include <string.h>
 
@@ -32,7 +32,8 @@ size_t encoded_bytes(int which, size_t count, uint32_t block) {
   switch (which) {
     case 0: return codec::q8_encoded_bytes(count, block);
     case 1: return codec::cast_encoded_bytes(count);
-    default: return codec::sign_encoded_bytes(count, block);
+    case 2: return codec::sign_encoded_bytes(count, block);
+    default: return codec::q4_encoded_bytes(count, block);
   }
 }
 
@@ -61,9 +62,13 @@ void decode_all(int which, Isa isa, const std::vector<uint8_t> &in, size_t count
       cpu::cast_decode(isa, p, in.size(), count, dst.data(), t);
       cpu::cast_decode_accumulate(isa, p, in.size(), count, acc.data());
       break;
-    default:
+    case 2:
       cpu::sign_decode(isa, p, in.size(), count, block, dst.data(), t);
       cpu::sign_decode_accumulate(isa, p, in.size(), count, block, acc.data());
+      break;
+    default:
+      cpu::q4_decode(isa, p, in.size(), count, block, dst.data(), t);
+      cpu::q4_decode_accumulate(isa, p, in.size(), count, block, acc.data());
   }
 }
 
@@ -71,7 +76,8 @@ std::unique_ptr<bagua::ChunkCodec> make_adapter(int which, uint32_t block) {
   switch (which) {
     case 0: return bagua::make_q8_codec(block);
     case 1: return bagua::make_cast_codec(codec::CastFormat::fp16, 1.0f, 1.0f);
-    default: return bagua::make_sign_codec(block, nullptr, nullptr);
+    case 2: return bagua::make_sign_codec(block, nullptr, nullptr);
+    default: return bagua::make_q4_codec(block);
   }
 }
 
@@ -89,7 +95,7 @@ void decode_through_adapter(int which, const std::vector<uint8_t> &in, size_t co
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < kPrefix) return 0;
-  const int which = data[0] % 3;
+  const int which = data[0] % 4;  // q8, cast, sign, q4
   const DType t = DType(data[1] % 4);
   const bool exact = data[2] & 1;
   const uint32_t block = 32u << (data[3] % 8);  // 32 (invalid) .. 4096
