@@ -87,8 +87,11 @@ Communicator::Communicator(MPI_Comm dup, Options options, std::unique_ptr<Transp
 
 Communicator::~Communicator() {
   for (auto &extension : extensions_) extension.reset();
+  const bool late_bytes_possible = transport_->has_abandoned_sends();
   transport_.reset();
-  MPI_Comm_free(&dup_);
+  // Late bytes of abandoned sends must not reach a communicator that reuses
+  // dup's context: keep it (a broken communicator's small leak).
+  if (!late_bytes_possible) MPI_Comm_free(&dup_);
 }
 
 Status Communicator::get(MPI_Comm user_comm, Communicator **out) {

@@ -65,8 +65,11 @@ PartialState::~PartialState() {
   if (!left_) leave();
   if (controller_) controller_->finish(Deadline::after_ms(timeout_ms_));
   controller_.reset();
+  const bool late_bytes_possible = control_->has_abandoned_sends();
   control_.reset();
-  MPI_Comm_free(&control_comm_);
+  // As for the communicator's duplicate (comm.cpp): late bytes must not reach
+  // a communicator that reuses this one's context.
+  if (!late_bytes_possible) MPI_Comm_free(&control_comm_);
 }
 
 Status PartialState::send_to_controller(partial_wire::Kind kind, int group_size,

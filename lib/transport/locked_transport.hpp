@@ -37,10 +37,14 @@ class LockedTransport final : public Transport {
     std::lock_guard lock(mutex_);
     inner_->abandon(req);
   }
+  bool has_abandoned_sends() const override {
+    std::lock_guard lock(mutex_);
+    return inner_->has_abandoned_sends();
+  }
 
  private:
   std::unique_ptr<Transport> inner_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
 };
 
 }  // namespace bagua

@@ -107,7 +107,7 @@ class MpiTransport final : public Transport {
     } else {
       // Sends cannot be reliably cancelled; MPI completes them on its own,
       // reading their buffer whenever the peer comes (lib/base/send_memory.hpp).
-      abandoned_send_add(req->buffer, req->bytes);
+      note_abandoned_send(*req);
       MPI_Request_free(&h);
     }
   }

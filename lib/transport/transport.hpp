@@ -76,8 +76,19 @@ class Transport {
   // outlive it: lib/base/send_memory.hpp).
   virtual void abandon(Request *req) = 0;
 
+  // True once a send was abandoned while in flight: the communicator under
+  // this transport must then never be freed, or MPI could reuse its context
+  // for a new one and deliver the late bytes there.
+  virtual bool has_abandoned_sends() const { return abandoned_sends_; }
+
  protected:
   // Checks the peer and tag of a request being posted and records them.
+  // Records an abandoned send still in flight (lib/base/send_memory.hpp).
+  void note_abandoned_send(const Request &req) {
+    abandoned_send_add(req.buffer, req.bytes);
+    abandoned_sends_ = true;
+  }
+
   Status begin_request(const void *buffer, size_t bytes, int peer, Tag tag, bool is_recv,
                        Request *req) const {
     if (peer < 0 || peer >= size_ || tag > max_tag_)
@@ -94,6 +105,7 @@ class Transport {
   int rank_;
   int size_;
   Tag max_tag_;
+  bool abandoned_sends_ = false;
 };
 
 // Waits for one request, failing with BAGUA_ERR_TIMEOUT at the deadline.

@@ -154,7 +154,7 @@ class UcxTransport final : public Transport {
     }
     // A send still in flight completes on its own, reading its buffer
     // whenever the peer comes (lib/base/send_memory.hpp), and is released then.
-    if (!req->is_recv) abandoned_send_add(req->buffer, req->bytes);
+    if (!req->is_recv) note_abandoned_send(*req);
     ucp_request_free(request);
   }
 

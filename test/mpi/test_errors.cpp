@@ -300,7 +300,7 @@ TEST_CASE("a peer that never makes the first call: setup times out, then comm is
   }
   unsetenv("BAGUA_TIMEOUT_MS");
   MPI_Barrier(MPI_COMM_WORLD);
-  MPI_Comm_free(&comm);
+  // comm is kept: its setup collective stays posted (bagua.h).
 }
 
 TEST_CASE("a blocking call against a peer's nonblocking first call: both fail, none hangs",
@@ -321,7 +321,7 @@ TEST_CASE("a blocking call against a peer's nonblocking first call: both fail, n
   }
   unsetenv("BAGUA_TIMEOUT_MS");
   MPI_Barrier(MPI_COMM_WORLD);
-  MPI_Comm_free(&comm);
+  // comm is kept: rank 1's setup collective stays posted (bagua.h).
 }
 TEST_CASE("a peer still sending after a rank timed out: no crash, no wrong result",
           "[errors][late]") {
