@@ -5,9 +5,13 @@
 // checks. A codec supplies its payload layer as a struct C:
 //   kTag, kLevels; block_bytes(n) (header + padded payload), used_bytes(n);
 //   quantize_scalar / quantize_avx2(e, x, n, params, payload);
-//   dequantize_scalar / dequantize_avx2(params, payload, n, first, sink).
+//   dequantize_scalar / dequantize_avx2<saturating>(params, payload, n, first,
+//   sink), the AVX2 one putting its values through put_decoded8<saturating>.
 // The AVX2 payload functions are only called for blocks whose params are not
-// wide (those use the double-precision formulas).
+// wide (those use the double-precision formulas). Finite overflow saturates
+// (codec_format.h); the AVX2 decoders saturate only blocks that can reach the
+// float limit (kNoOverflowBelow in elem.h), the plain arithmetic giving the
+// same values for the others.
 #ifndef BAGUA_KERNELS_CPU_MINMAX_H
 #define BAGUA_KERNELS_CPU_MINMAX_H
 
@@ -95,6 +99,20 @@ BAGUA_AVX2 __m256i quantize32(E e, const typename E::T *x, __m256 vmin, __m256 v
 // min + q * step of the low 8 bytes of `bytes`, with one rounding (fma).
 BAGUA_AVX2 inline __m256 dequantize8(__m128i bytes, __m256 vmin, __m256 vstep) {
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)), vstep, vmin);
+}
+
+// Puts eight decoded values into sink element `at`: saturated (value and
+// accumulation) for blocks that can reach the float limit (block_extreme),
+// else the plain arithmetic, which gives the same results for the others.
+template <bool saturating, class Sink>
+BAGUA_AVX2 void put_decoded8(const Sink &sink, size_t at, __m256 v) {
+  sink.template put8<saturating>(at, saturating ? saturate8(v) : v);
+}
+
+// True when the block's decoded values may reach kNoOverflowBelow, so that
+// decoding or accumulating them needs saturation.
+inline bool block_extreme(const MinMaxBlockHeader &h) {
+  return fabsf(h.min) >= kNoOverflowBelow || fabsf(h.max) >= kNoOverflowBelow;
 }
 
 template <class C>
@@ -185,8 +203,10 @@ void decode_minmax_blocks(Isa isa, const void *in, size_t count, uint32_t block_
     const MinMaxParams p = minmax_params(h.min, h.max, C::kLevels);
     if (h.flags & kFlagNonFinite) {
       sink.fill_nan(first, n);
+    } else if (isa == Isa::avx2 && !p.wide && block_extreme(h)) {
+      C::template dequantize_avx2<true>(p, payload, n, first, sink);
     } else if (isa == Isa::avx2 && !p.wide) {
-      C::dequantize_avx2(p, payload, n, first, sink);
+      C::template dequantize_avx2<false>(p, payload, n, first, sink);
     } else {
       C::dequantize_scalar(p, payload, n, first, sink);
     }

@@ -51,7 +51,7 @@ struct Q4 {
     for (uint32_t i = begin; i < n; ++i) sink.put(first + i, minmax_dequantize(p, q4_nibble(q, i)));
   }
 
-  template <class Sink>
+  template <bool saturating, class Sink>
   BAGUA_AVX2 static void dequantize_avx2(const MinMaxParams &p, const uint8_t *q, uint32_t n,
                                          size_t first, const Sink &sink) {
     const __m256 vmin = _mm256_set1_ps(p.min), vstep = _mm256_set1_ps(p.step);
@@ -64,10 +64,12 @@ struct Q4 {
       const __m128i even = _mm_and_si128(packed, low);
       const __m128i odd = _mm_and_si128(_mm_srli_epi16(packed, 4), low);
       const __m128i head = _mm_unpacklo_epi8(even, odd), tail = _mm_unpackhi_epi8(even, odd);
-      sink.put8(first + i, dequantize8(head, vmin, vstep));
-      sink.put8(first + i + 8, dequantize8(_mm_srli_si128(head, 8), vmin, vstep));
-      sink.put8(first + i + 16, dequantize8(tail, vmin, vstep));
-      sink.put8(first + i + 24, dequantize8(_mm_srli_si128(tail, 8), vmin, vstep));
+      put_decoded8<saturating>(sink, first + i, dequantize8(head, vmin, vstep));
+      put_decoded8<saturating>(sink, first + i + 8,
+                               dequantize8(_mm_srli_si128(head, 8), vmin, vstep));
+      put_decoded8<saturating>(sink, first + i + 16, dequantize8(tail, vmin, vstep));
+      put_decoded8<saturating>(sink, first + i + 24,
+                               dequantize8(_mm_srli_si128(tail, 8), vmin, vstep));
     }
     dequantize_scalar(p, q, n, first, sink, i);
   }

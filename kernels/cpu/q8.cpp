@@ -38,14 +38,14 @@ struct Q8 {
     for (uint32_t i = begin; i < n; ++i) sink.put(first + i, minmax_dequantize(p, q[i]));
   }
 
-  template <class Sink>
+  template <bool saturating, class Sink>
   BAGUA_AVX2 static void dequantize_avx2(const MinMaxParams &p, const uint8_t *q, uint32_t n,
                                          size_t first, const Sink &sink) {
     const __m256 vmin = _mm256_set1_ps(p.min), vstep = _mm256_set1_ps(p.step);
     uint32_t i = 0;
     for (; i + 8 <= n; i += 8) {
       const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(q + i));
-      sink.put8(first + i, dequantize8(bytes, vmin, vstep));
+      put_decoded8<saturating>(sink, first + i, dequantize8(bytes, vmin, vstep));
     }
     dequantize_scalar(p, q, n, first, sink, i);
   }
