@@ -34,6 +34,21 @@ BAGUA_HD float canonical_nan() { return bits_float(kCanonicalNanBits); }
 
 BAGUA_HD bool is_finite(float f) { return (float_bits(f) & 0x7f800000u) != 0x7f800000u; }
 
+// Finite overflow saturates: the codecs' arithmetic on finite values never
+// leaves the float range, so only non-finite inputs raise kFlagNonFinite.
+constexpr float kFloatMax = 3.40282347e+38f;
+
+BAGUA_HD float saturate(float x) {
+  return x > kFloatMax ? kFloatMax : x < -kFloatMax ? -kFloatMax : x;
+}
+
+// a + b, saturated at +-kFloatMax when both are finite; a non-finite operand
+// gives the float sum (Inf stays Inf, NaN stays NaN).
+BAGUA_HD float saturating_add(float a, float b) {
+  const float s = a + b;
+  return is_finite(a) && is_finite(b) ? saturate(s) : s;
+}
+
 BAGUA_HD bool block_elems_valid(uint32_t b) {
   return b >= kMinBlockElems && b <= kMaxBlockElems && (b & (b - 1)) == 0;
 }
@@ -108,9 +123,11 @@ BAGUA_HD uint8_t minmax_quantize(const MinMaxParams &p, float x) {
   return uint8_t(t <= 0.0f ? 0.0f : t >= p.levels ? p.levels : t);
 }
 
-// x' = min + q * step with a single rounding (fma).
+// x' = min + q * step with a single rounding (fma), saturated: with max near
+// FLT_MAX the rounded step can carry q = levels past it.
 BAGUA_HD float minmax_dequantize(const MinMaxParams &p, uint8_t q) {
-  return p.wide ? float(fma(double(q), p.wide_step, double(p.min))) : fmaf(float(q), p.step, p.min);
+  return saturate(p.wide ? float(fma(double(q), p.wide_step, double(p.min)))
+                         : fmaf(float(q), p.step, p.min));
 }
 
 // q4 payload bytes: the low nibble holds the even element, the high the odd.

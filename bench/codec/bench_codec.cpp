@@ -1,14 +1,24 @@
-// Codec throughput on 64 MiB of float32 (single thread), reported in GB/s of
-// float32 input and as a ratio to memcpy of the same size measured in the
-// same run. `--error-table [q8|q4]` instead prints q8 (or q4) error and speed per block size
-// for normally distributed (gradient-like) data.
+// Codec throughput on 64 MiB of float32 (single thread, memory bound) and,
+// for the AVX2 path, on 1 MiB (the segment size the library encodes at a
+// time; it stays in cache). Every row reports, besides Google Benchmark's own
+// columns (bytes_per_second counts the float32 input), its rate as a fraction
+// of memcpy of the same size (x_memcpy) and its memory traffic (bytes read
+// plus bytes written) as a fraction of a 64 MiB streaming read+write copy
+// (x_stream, the memory's bandwidth); both peers are measured right after the row, in
+// CPU time like the row itself, so load on a shared machine affects them
+// alike. The standard flags (--benchmark_format=json, --benchmark_out, ...)
+// apply; the CPU path and the peers' procedure are in the context block.
+// `--error-table [q8|q4]` instead prints q8 (or q4) error and speed per
+// block size for normally distributed (gradient-like) data.
 #include <benchmark/benchmark.h>
+#include <immintrin.h>
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -25,6 +35,7 @@ using cpu::Isa;
 
 constexpr size_t kCount = size_t(16) << 20;  // 64 MiB of float32
 constexpr size_t kBytes = kCount * sizeof(float);
+constexpr int kPeerRuns = 7;  // each peer rate is the median of this many runs
 
 std::vector<float> normal(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -34,11 +45,13 @@ std::vector<float> normal(size_t n, uint32_t seed) {
   return v;
 }
 
-// Buffers shared by all benchmarks, allocated and touched once.
+// Buffers shared by all benchmarks, allocated and touched once (no page
+// faults inside the timed loops).
 struct Buffers {
   std::vector<float> x = normal(kCount, 1);
   std::vector<float> out = std::vector<float>(kCount, 0.0f);
   std::vector<float> residual = std::vector<float>(kCount, 0.0f);
+  std::vector<float> peer = std::vector<float>(kCount, 0.0f);  // the peers' destination
   std::vector<uint8_t> enc = std::vector<uint8_t>(codec::cast_encoded_bytes(kCount), 0);
 
   static Buffers &get() {
@@ -51,55 +64,86 @@ Isa isa_arg(const benchmark::State &state) { return state.range(0) ? Isa::avx2 :
 
 uint32_t block_arg(const benchmark::State &state) { return uint32_t(state.range(1)); }
 
-void finish(benchmark::State &state) {
-  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kBytes));
+// Elements from the argument at `index`, MiB of float32 input: 64 (memory
+// bound) or 1 (one BAGUA_SEGMENT_BYTES segment, the size the library encodes
+// at a time, which stays in cache across iterations).
+size_t count_arg(const benchmark::State &state, int index) {
+  return size_t(state.range(index)) << 18;
 }
 
-void check(benchmark::State &state, codec::CodecStatus s) {
-  if (s != codec::CodecStatus::ok) state.SkipWithError(codec::codec_status_name(s));
+double thread_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// Median CPU time of kPeerRuns calls of fn, in seconds.
+template <class Fn>
+double median_seconds(Fn &&fn) {
+  double t[kPeerRuns];
+  for (double &ti : t) {
+    const double t0 = thread_cpu_seconds();
+    fn();
+    benchmark::ClobberMemory();
+    ti = thread_cpu_seconds() - t0;
+  }
+  std::nth_element(t, t + kPeerRuns / 2, t + kPeerRuns);
+  return t[kPeerRuns / 2];
+}
+
+// Copies kBytes with streaming (non-temporal) stores: the read+write bandwidth
+// of memory without the read-for-ownership of ordinary stores.
+void stream_copy(const float *src, float *dst) {
+  for (size_t i = 0; i < kCount; i += 16) {
+    for (size_t k = 0; k < 16; k += 4) _mm_stream_ps(dst + i + k, _mm_loadu_ps(src + i + k));
+  }
+  _mm_sfence();
+}
+
+// Runs one row over n elements: body() (a CodecStatus) per iteration, then
+// the counters x_memcpy (float32 input rate / the rate of memcpy of the same
+// size), traffic (bytes read + written per second) and x_stream (traffic /
+// the 64 MiB stream copy's, i.e. memory's), all in CPU time of this thread.
+template <class Body>
+void run_row(benchmark::State &state, size_t n, size_t traffic_bytes, Body &&body) {
+  const double t0 = thread_cpu_seconds();
+  for (auto _ : state) {
+    const codec::CodecStatus s = body();
+    if (s != codec::CodecStatus::ok) state.SkipWithError(codec::codec_status_name(s));
+    benchmark::ClobberMemory();
+  }
+  const double seconds = thread_cpu_seconds() - t0;
+  Buffers &b = Buffers::get();
+  const double iters = double(state.iterations()), input = double(n * sizeof(float));
+  state.SetBytesProcessed(int64_t(iters * input));
+  // memcpy of n elements, repeated to copy 64 MiB per timing (short copies
+  // alone would time mostly the clock).
+  const size_t reps = kCount / n;
+  const double memcpy_rate = double(reps) * input / median_seconds([&] {
+                               for (size_t k = 0; k < reps; ++k) {
+                                 memcpy(b.peer.data(), b.x.data(), n * sizeof(float));
+                                 benchmark::ClobberMemory();
+                               }
+                             });
+  const double stream_rate =
+      2.0 * double(kBytes) / median_seconds([&] { stream_copy(b.x.data(), b.peer.data()); });
+  const double traffic_rate = iters * double(traffic_bytes) / seconds;
+  state.counters["x_memcpy"] = iters * input / seconds / memcpy_rate;
+  state.counters["traffic"] =
+      benchmark::Counter(traffic_rate, benchmark::Counter::kDefaults, benchmark::Counter::kIs1024);
+  state.counters["x_stream"] = traffic_rate / stream_rate;
 }
 
 void BM_memcpy(benchmark::State &state) {
   Buffers &b = Buffers::get();
-  for (auto _ : state) {
-    memcpy(b.out.data(), b.x.data(), kBytes);
-    benchmark::ClobberMemory();
-  }
-  finish(state);
+  const size_t n = count_arg(state, 0), input = n * sizeof(float);
+  run_row(state, n, 2 * input, [&] {
+    memcpy(b.out.data(), b.x.data(), input);
+    return codec::CodecStatus::ok;
+  });
 }
 
-void BM_q8_encode(benchmark::State &state) {
-  Buffers &b = Buffers::get();
-  for (auto _ : state) {
-    check(state, cpu::q8_encode(isa_arg(state), b.x.data(), DType::f32, kCount, block_arg(state),
-                                b.enc.data()));
-  }
-  finish(state);
-}
-
-void BM_q8_decode(benchmark::State &state) {
-  Buffers &b = Buffers::get();
-  const size_t bytes = codec::q8_encoded_bytes(kCount, block_arg(state));
-  codec::q8_encode(b.x.data(), DType::f32, kCount, block_arg(state), b.enc.data());
-  for (auto _ : state) {
-    check(state, cpu::q8_decode(isa_arg(state), b.enc.data(), bytes, kCount, block_arg(state),
-                                b.out.data(), DType::f32));
-  }
-  finish(state);
-}
-
-void BM_q8_decode_accumulate(benchmark::State &state) {
-  Buffers &b = Buffers::get();
-  const size_t bytes = codec::q8_encoded_bytes(kCount, block_arg(state));
-  codec::q8_encode(b.x.data(), DType::f32, kCount, block_arg(state), b.enc.data());
-  for (auto _ : state) {
-    check(state, cpu::q8_decode_accumulate(isa_arg(state), b.enc.data(), bytes, kCount,
-                                           block_arg(state), b.out.data()));
-  }
-  finish(state);
-}
-
-// A min-max codec other than q8 (q4), for its rows and its error table.
+// A min-max codec (q8, q4), for its rows and its error table.
 struct MinMaxBench {
   double levels;
   size_t (*encoded_bytes)(size_t, uint32_t);
@@ -107,145 +151,144 @@ struct MinMaxBench {
   codec::CodecStatus (*decode)(Isa, const void *, size_t, size_t, uint32_t, void *, DType);
   codec::CodecStatus (*decode_accumulate)(Isa, const void *, size_t, size_t, uint32_t, float *);
 };
-const MinMaxBench kQ4{15, codec::q4_encoded_bytes, cpu::q4_encode, cpu::q4_decode,
-                      cpu::q4_decode_accumulate};
 const MinMaxBench kQ8{255, codec::q8_encoded_bytes, cpu::q8_encode, cpu::q8_decode,
                       cpu::q8_decode_accumulate};
+const MinMaxBench kQ4{15, codec::q4_encoded_bytes, cpu::q4_encode, cpu::q4_decode,
+                      cpu::q4_decode_accumulate};
 
 void BM_minmax_encode(benchmark::State &state, const MinMaxBench &c) {
   Buffers &b = Buffers::get();
-  for (auto _ : state) {
-    check(state,
-          c.encode(isa_arg(state), b.x.data(), DType::f32, kCount, block_arg(state), b.enc.data()));
-  }
-  finish(state);
+  const size_t n = count_arg(state, 2), input = n * sizeof(float);
+  run_row(state, n, input + c.encoded_bytes(n, block_arg(state)), [&] {
+    return c.encode(isa_arg(state), b.x.data(), DType::f32, n, block_arg(state), b.enc.data());
+  });
 }
 
+// Decodes to float32 or (accumulate) adds into the float32 accumulator,
+// which is read as well as written.
 void BM_minmax_decode(benchmark::State &state, const MinMaxBench &c, bool accumulate) {
   Buffers &b = Buffers::get();
-  const size_t bytes = c.encoded_bytes(kCount, block_arg(state));
-  c.encode(Isa::scalar, b.x.data(), DType::f32, kCount, block_arg(state), b.enc.data());
-  for (auto _ : state) {
-    check(state, accumulate ? c.decode_accumulate(isa_arg(state), b.enc.data(), bytes, kCount,
-                                                  block_arg(state), b.out.data())
-                            : c.decode(isa_arg(state), b.enc.data(), bytes, kCount,
-                                       block_arg(state), b.out.data(), DType::f32));
-  }
-  finish(state);
+  const size_t n = count_arg(state, 2), input = n * sizeof(float);
+  const size_t bytes = c.encoded_bytes(n, block_arg(state));
+  c.encode(Isa::scalar, b.x.data(), DType::f32, n, block_arg(state), b.enc.data());
+  run_row(state, n, bytes + (accumulate ? 2 : 1) * input, [&] {
+    return accumulate ? c.decode_accumulate(isa_arg(state), b.enc.data(), bytes, n,
+                                            block_arg(state), b.out.data())
+                      : c.decode(isa_arg(state), b.enc.data(), bytes, n, block_arg(state),
+                                 b.out.data(), DType::f32);
+  });
+}
+
+// Args: {isa, wire format (1 fp16, 2 bf16), MiB}.
+codec::CastFormat format_arg(const benchmark::State &state) {
+  return codec::CastFormat(state.range(1));
 }
 
 void BM_cast_encode(benchmark::State &state) {
   Buffers &b = Buffers::get();
-  for (auto _ : state) {
-    check(state, cpu::cast_encode(isa_arg(state), b.x.data(), DType::f32, kCount,
-                                  codec::CastFormat::fp16, 0.25f, b.enc.data()));
-  }
-  finish(state);
+  const size_t n = count_arg(state, 2), input = n * sizeof(float);
+  run_row(state, n, input + codec::cast_encoded_bytes(n), [&] {
+    return cpu::cast_encode(isa_arg(state), b.x.data(), DType::f32, n, format_arg(state), 0.25f,
+                            b.enc.data());
+  });
 }
 
 void BM_cast_decode(benchmark::State &state) {
   Buffers &b = Buffers::get();
-  codec::cast_encode(b.x.data(), DType::f32, kCount, codec::CastFormat::fp16, 0.25f, b.enc.data());
-  for (auto _ : state) {
-    check(state, cpu::cast_decode(isa_arg(state), b.enc.data(), b.enc.size(), kCount, b.out.data(),
-                                  DType::f32));
-  }
-  finish(state);
+  const size_t n = count_arg(state, 2), input = n * sizeof(float);
+  codec::cast_encode(b.x.data(), DType::f32, n, format_arg(state), 0.25f, b.enc.data());
+  run_row(state, n, codec::cast_encoded_bytes(n) + input, [&] {
+    return cpu::cast_decode(isa_arg(state), b.enc.data(), codec::cast_encoded_bytes(n), n,
+                            b.out.data(), DType::f32);
+  });
 }
 
 void BM_cast_decode_accumulate(benchmark::State &state) {
   Buffers &b = Buffers::get();
-  codec::cast_encode(b.x.data(), DType::f32, kCount, codec::CastFormat::fp16, 0.25f, b.enc.data());
-  for (auto _ : state) {
-    check(state, cpu::cast_decode_accumulate(isa_arg(state), b.enc.data(), b.enc.size(), kCount,
-                                             b.out.data()));
-  }
-  finish(state);
+  const size_t n = count_arg(state, 2), input = n * sizeof(float);
+  codec::cast_encode(b.x.data(), DType::f32, n, format_arg(state), 0.25f, b.enc.data());
+  run_row(state, n, codec::cast_encoded_bytes(n) + 2 * input, [&] {
+    return cpu::cast_decode_accumulate(isa_arg(state), b.enc.data(), codec::cast_encoded_bytes(n),
+                                       n, b.out.data());
+  });
 }
 
+// Without a residual: reads g, writes the bits.
+void BM_sign_encode(benchmark::State &state) {
+  Buffers &b = Buffers::get();
+  const size_t n = count_arg(state, 2), input = n * sizeof(float);
+  run_row(state, n, input + codec::sign_encoded_bytes(n, block_arg(state)), [&] {
+    return cpu::sign_encode_with_feedback(isa_arg(state), b.x.data(), nullptr, n, block_arg(state),
+                                          b.enc.data());
+  });
+}
+
+// Reads g and the residual, writes the bits and the residual.
 void BM_sign_encode_with_feedback(benchmark::State &state) {
   Buffers &b = Buffers::get();
-  for (auto _ : state) {
-    check(state, cpu::sign_encode_with_feedback(isa_arg(state), b.x.data(), b.residual.data(),
-                                                kCount, block_arg(state), b.enc.data()));
-  }
-  finish(state);
+  const size_t n = count_arg(state, 2), input = n * sizeof(float);
+  run_row(state, n, 3 * input + codec::sign_encoded_bytes(n, block_arg(state)), [&] {
+    return cpu::sign_encode_with_feedback(isa_arg(state), b.x.data(), b.residual.data(), n,
+                                          block_arg(state), b.enc.data());
+  });
 }
 
 void BM_sign_decode(benchmark::State &state) {
   Buffers &b = Buffers::get();
-  const size_t bytes = codec::sign_encoded_bytes(kCount, block_arg(state));
-  codec::sign_encode_with_feedback(b.x.data(), nullptr, kCount, block_arg(state), b.enc.data());
-  for (auto _ : state) {
-    check(state, cpu::sign_decode(isa_arg(state), b.enc.data(), bytes, kCount, block_arg(state),
-                                  b.out.data(), DType::f32));
-  }
-  finish(state);
+  const size_t n = count_arg(state, 2), input = n * sizeof(float);
+  const size_t bytes = codec::sign_encoded_bytes(n, block_arg(state));
+  codec::sign_encode_with_feedback(b.x.data(), nullptr, n, block_arg(state), b.enc.data());
+  run_row(state, n, bytes + input, [&] {
+    return cpu::sign_decode(isa_arg(state), b.enc.data(), bytes, n, block_arg(state), b.out.data(),
+                            DType::f32);
+  });
 }
 
 void BM_sign_decode_accumulate(benchmark::State &state) {
   Buffers &b = Buffers::get();
-  const size_t bytes = codec::sign_encoded_bytes(kCount, block_arg(state));
-  codec::sign_encode_with_feedback(b.x.data(), nullptr, kCount, block_arg(state), b.enc.data());
-  for (auto _ : state) {
-    check(state, cpu::sign_decode_accumulate(isa_arg(state), b.enc.data(), bytes, kCount,
-                                             block_arg(state), b.out.data()));
+  const size_t n = count_arg(state, 2), input = n * sizeof(float);
+  const size_t bytes = codec::sign_encoded_bytes(n, block_arg(state));
+  codec::sign_encode_with_feedback(b.x.data(), nullptr, n, block_arg(state), b.enc.data());
+  run_row(state, n, bytes + 2 * input, [&] {
+    return cpu::sign_decode_accumulate(isa_arg(state), b.enc.data(), bytes, n, block_arg(state),
+                                       b.out.data());
+  });
+}
+
+// Args: {isa (0 scalar, 1 avx2), block elements, MiB}; the in-cache size
+// for the AVX2 path only.
+void block_args(benchmark::internal::Benchmark *b, int64_t block) {
+  b->ArgNames({"avx2", "block", "MiB"})->Unit(benchmark::kMillisecond);
+  for (int64_t mib : {64, 1}) b->Args({1, block, mib});
+  b->Args({0, block, 64});
+}
+
+void codec_args(benchmark::internal::Benchmark *b) { block_args(b, codec::kDefaultQ8Block); }
+
+void q4_args(benchmark::internal::Benchmark *b) { block_args(b, codec::kDefaultQ4Block); }
+
+void cast_args(benchmark::internal::Benchmark *b) {
+  b->ArgNames({"avx2", "wire", "MiB"})->Unit(benchmark::kMillisecond);
+  for (auto f : {codec::CastFormat::fp16, codec::CastFormat::bf16}) {
+    for (int64_t mib : {64, 1}) b->Args({1, int64_t(f), mib});
+    b->Args({0, int64_t(f), 64});
   }
-  finish(state);
 }
 
-// Args: {isa (0 scalar, 1 avx2), block elements}.
-void codec_args(benchmark::internal::Benchmark *b) {
-  b->ArgNames({"avx2", "block"})->Unit(benchmark::kMillisecond)->MinTime(1.0);
-  for (int64_t isa : {1, 0}) b->Args({isa, codec::kDefaultQ8Block});
-}
-
-void q4_args(benchmark::internal::Benchmark *b) {
-  b->ArgNames({"avx2", "block"})->Unit(benchmark::kMillisecond)->MinTime(1.0);
-  for (int64_t isa : {1, 0}) b->Args({isa, codec::kDefaultQ4Block});
-}
-
-BENCHMARK(BM_memcpy)->Unit(benchmark::kMillisecond)->MinTime(1.0);
-BENCHMARK(BM_q8_encode)->Apply(codec_args);
-BENCHMARK(BM_q8_decode)->Apply(codec_args);
-BENCHMARK(BM_q8_decode_accumulate)->Apply(codec_args);
+BENCHMARK(BM_memcpy)->ArgName("MiB")->Arg(64)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_minmax_encode, q8, kQ8)->Apply(codec_args);
+BENCHMARK_CAPTURE(BM_minmax_decode, q8, kQ8, false)->Apply(codec_args);
+BENCHMARK_CAPTURE(BM_minmax_decode, q8_accumulate, kQ8, true)->Apply(codec_args);
 BENCHMARK_CAPTURE(BM_minmax_encode, q4, kQ4)->Apply(q4_args);
 BENCHMARK_CAPTURE(BM_minmax_decode, q4, kQ4, false)->Apply(q4_args);
 BENCHMARK_CAPTURE(BM_minmax_decode, q4_accumulate, kQ4, true)->Apply(q4_args);
-BENCHMARK(BM_cast_encode)->Apply(codec_args);
-BENCHMARK(BM_cast_decode)->Apply(codec_args);
-BENCHMARK(BM_cast_decode_accumulate)->Apply(codec_args);
+BENCHMARK(BM_cast_encode)->Apply(cast_args);
+BENCHMARK(BM_cast_decode)->Apply(cast_args);
+BENCHMARK(BM_cast_decode_accumulate)->Apply(cast_args);
+BENCHMARK(BM_sign_encode)->Apply(codec_args);
 BENCHMARK(BM_sign_encode_with_feedback)->Apply(codec_args);
 BENCHMARK(BM_sign_decode)->Apply(codec_args);
 BENCHMARK(BM_sign_decode_accumulate)->Apply(codec_args);
-
-// Console output plus a closing table of GB/s and the ratio to memcpy.
-class RatioReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run> &runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run &run : runs) {
-      const auto it = run.counters.find("bytes_per_second");
-      if (it != run.counters.end()) rates_.emplace_back(run.benchmark_name(), it->second.value);
-    }
-  }
-
-  void Finalize() override {
-    ConsoleReporter::Finalize();
-    double memcpy_rate = 0;
-    for (const auto &[name, rate] : rates_) {
-      if (name.rfind("BM_memcpy", 0) == 0) memcpy_rate = rate;
-    }
-    std::printf("\n%-64s %8s %10s\n", "benchmark (64 MiB float32 input)", "GB/s", "x memcpy");
-    for (const auto &[name, rate] : rates_) {
-      std::printf("%-64s %8.2f %10.2f\n", name.c_str(), rate / 1e9,
-                  memcpy_rate > 0 ? rate / memcpy_rate : 0.0);
-    }
-  }
-
- private:
-  std::vector<std::pair<std::string, double>> rates_;
-};
 
 // Best-of-five wall time of fn, in seconds.
 template <class Fn>
@@ -306,11 +349,16 @@ int main(int argc, char **argv) {
     const bool q4 = argc > 2 && strcmp(argv[2], "q4") == 0;
     return q4 ? error_table(kQ4, 64) : error_table(kQ8, 256);
   }
-  std::printf("cpu path: %s\n", cpu::isa_name(cpu::best_isa()));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  RatioReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::AddCustomContext("cpu_path", cpu::isa_name(cpu::best_isa()));
+  benchmark::AddCustomContext("input", "float32, MiB as in the row name, one thread");
+  benchmark::AddCustomContext(
+      "peers",
+      "x_memcpy: memcpy of the row's size (repeated to 64 MiB per timing); x_stream: traffic / "
+      "a 64 MiB streaming-store copy's; each the median CPU time of " +
+          std::to_string(kPeerRuns) + " timings right after the row");
+  benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
 }

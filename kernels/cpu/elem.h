@@ -63,6 +63,66 @@ BAGUA_AVX2 inline void store8(BF16, uint16_t *p, __m256 v) {
   _mm_storeu_si128(reinterpret_cast<__m128i *>(p), _mm256_castsi256_si128(packed));
 }
 
+// Software prefetch for the streaming loops: a loop whose loads stall (a
+// min/max or |x| pass over a block, an accumulator) leaves one core well below
+// its read bandwidth with the hardware prefetcher alone; prefetching a fixed
+// distance ahead keeps enough lines in flight (doc/benchmarks.md, Codecs).
+constexpr size_t kPrefetchBytes = 8192;
+// Inputs smaller than this may be cache-resident (one BAGUA_SEGMENT_BYTES
+// segment that the caller just wrote); where prefetching them measured slower
+// (sign encode with a residual, 20 -> 16 GB/s at 1 MiB) the loops skip it.
+constexpr size_t kPrefetchMinBytes = size_t(4) << 20;
+constexpr size_t kCacheLine = 64;
+
+// Prefetches the lines of [p, p + span) shifted kPrefetchBytes ahead when
+// they lie before end (one bounds check per call); loops call it once per
+// `span` elements they consume, a whole number of cache lines. rw says the
+// loop will write the lines (an accumulator).
+template <bool rw = false, class T>
+inline void prefetch_ahead(const T *p, size_t span, const T *end) {
+  if (size_t(end - p) * sizeof(T) <= kPrefetchBytes + span * sizeof(T)) return;
+  const char *ahead = reinterpret_cast<const char *>(p) + kPrefetchBytes;
+  for (size_t off = 0; off < span * sizeof(T); off += kCacheLine)
+    __builtin_prefetch(ahead + off, rw, 3);
+}
+
+// True when element i of a T array starts a line's worth of elements (for
+// loops that consume less than a line per iteration).
+template <class T>
+constexpr bool line_start(size_t i) {
+  return (i * sizeof(T)) % kCacheLine == 0;
+}
+
+// saturate() of codec_format.h, eight lanes (NaN passes through: min/max
+// return their second operand when one is NaN).
+BAGUA_AVX2 inline __m256 saturate8(__m256 v) {
+  const __m256 hi = _mm256_set1_ps(kFloatMax);
+  return _mm256_max_ps(_mm256_set1_ps(-kFloatMax), _mm256_min_ps(hi, v));
+}
+
+// saturating_add() of codec_format.h, eight lanes: the sum is clamped to
+// [min(a, b, -kFloatMax), max(a, b, kFloatMax)], so an infinite operand
+// keeps its own sign's Inf and a finite overflow saturates; a NaN sum passes
+// through (min/max return their second operand when one is NaN).
+BAGUA_AVX2 inline __m256 saturating_add8(__m256 a, __m256 b) {
+  const __m256 hi = _mm256_max_ps(_mm256_max_ps(a, b), _mm256_set1_ps(kFloatMax));
+  const __m256 lo = _mm256_min_ps(_mm256_min_ps(a, b), _mm256_set1_ps(-kFloatMax));
+  return _mm256_max_ps(lo, _mm256_min_ps(hi, _mm256_add_ps(a, b)));
+}
+
+// Below this magnitude a value cannot make its float sum with any finite
+// value overflow (|a + v| < FLT_MAX + half its ulp rounds to FLT_MAX), so
+// saturating_add(a, v) == a + v: the vector loops take the plain sum for
+// blocks whose values all stay below it and saturate only the others.
+constexpr float kNoOverflowBelow = 0x1p102f;
+
+// saturating_add8 for a finite v (a decoded value): the bounds need only a.
+BAGUA_AVX2 inline __m256 saturating_accumulate8(__m256 a, __m256 v) {
+  const __m256 hi = _mm256_max_ps(a, _mm256_set1_ps(kFloatMax));
+  const __m256 lo = _mm256_min_ps(a, _mm256_set1_ps(-kFloatMax));
+  return _mm256_max_ps(lo, _mm256_min_ps(hi, _mm256_add_ps(a, v)));
+}
+
 // Decoded values go to the caller's buffer in its dtype.
 template <class E>
 struct StoreSink {
@@ -71,18 +131,32 @@ struct StoreSink {
   void fill_nan(size_t first, size_t n) const {
     for (size_t i = first; i < first + n; ++i) put(i, canonical_nan());
   }
-  BAGUA_AVX2 void put8(size_t i, __m256 v) const { store8(E{}, dst + i, v); }
+  // The decoders saturate decoded values themselves, so both forms store.
+  template <bool saturating = false>
+  BAGUA_AVX2 void put8(size_t i, __m256 v) const {
+    store8(E{}, dst + i, v);
+  }
+  // A stream that is only written gains nothing from prefetching (measured).
+  void prefetch(size_t, size_t) const {}
 };
 
-// Decoded values are added into a float32 accumulator (non-finite blocks set NaN).
+// Decoded values are added into a float32 accumulator (non-finite blocks set
+// NaN); a finite sum beyond the float range saturates.
 struct AccumulateSink {
   float *acc;
-  void put(size_t i, float v) const { acc[i] += v; }
+  void put(size_t i, float v) const { acc[i] = saturating_add(acc[i], v); }
   void fill_nan(size_t first, size_t n) const {
     for (size_t i = first; i < first + n; ++i) acc[i] = canonical_nan();
   }
+  // saturating: the exact saturating sum; otherwise the plain sum, the same
+  // for |v| < kNoOverflowBelow (the caller checks the block).
+  template <bool saturating = false>
   BAGUA_AVX2 void put8(size_t i, __m256 v) const {
-    _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i), v));
+    const __m256 a = _mm256_loadu_ps(acc + i);
+    _mm256_storeu_ps(acc + i, saturating ? saturating_accumulate8(a, v) : _mm256_add_ps(a, v));
+  }
+  void prefetch(size_t i, size_t count) const {
+    if (line_start<float>(i)) prefetch_ahead<true>(acc + i, kCacheLine / sizeof *acc, acc + count);
   }
 };
 

@@ -5,9 +5,15 @@
 // checks. A codec supplies its payload layer as a struct C:
 //   kTag, kLevels; block_bytes(n) (header + padded payload), used_bytes(n);
 //   quantize_scalar / quantize_avx2(e, x, n, params, payload);
-//   dequantize_scalar / dequantize_avx2(params, payload, n, first, sink).
+//   dequantize_scalar(params, payload, n, first, sink);
+//   dequantize_avx2<saturating>(params, payload, n, first, count, sink), which
+//   puts its values through put_decoded8<saturating> and calls
+//   sink.prefetch(i, count) per line of output (count: elements in all).
 // The AVX2 payload functions are only called for blocks whose params are not
-// wide (those use the double-precision formulas).
+// wide (those use the double-precision formulas). Finite overflow saturates
+// (codec_format.h); the AVX2 decoders saturate only blocks that can reach the
+// float limit (kNoOverflowBelow in elem.h), the plain arithmetic giving the
+// same values for the others.
 #ifndef BAGUA_KERNELS_CPU_MINMAX_H
 #define BAGUA_KERNELS_CPU_MINMAX_H
 
@@ -55,19 +61,29 @@ BAGUA_AVX2 inline float hmax(__m256 v) {
   return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
 }
 
-// NaN lanes are caught by the unordered compare and Inf shows up in min or max.
+// NaN lanes are caught by the unordered compare and Inf shows up in min or
+// max. This first pass reads the block from memory, so it prefetches ahead
+// (up to the input's end).
 template <class E>
-BAGUA_AVX2 MinMaxBlockHeader header_avx2(E e, const typename E::T *x, uint32_t n, uint8_t tag) {
-  __m256 vmin = _mm256_set1_ps(INFINITY), vmax = _mm256_set1_ps(-INFINITY);
-  __m256 vnan = _mm256_setzero_ps();
-  uint32_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 v = load8(e, x + i);
-    vmin = _mm256_min_ps(vmin, v);
-    vmax = _mm256_max_ps(vmax, v);
-    vnan = _mm256_or_ps(vnan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+BAGUA_AVX2 MinMaxBlockHeader header_avx2(E e, const typename E::T *x, uint32_t n,
+                                         const typename E::T *end, uint8_t tag) {
+  __m256 vmin[2], vmax[2], vnan = _mm256_setzero_ps();
+  for (int k = 0; k < 2; ++k) {
+    vmin[k] = _mm256_set1_ps(INFINITY);
+    vmax[k] = _mm256_set1_ps(-INFINITY);
   }
-  float mn = hmin(vmin), mx = hmax(vmax);
+  uint32_t i = 0;
+  // 16 elements per iteration in two independent min/max chains.
+  for (; i + 16 <= n; i += 16) {
+    if (line_start<typename E::T>(i)) prefetch_ahead(x + i, kCacheLine / sizeof *x, end);
+    for (int k = 0; k < 2; ++k) {
+      const __m256 v = load8(e, x + i + 8 * k);
+      vmin[k] = _mm256_min_ps(vmin[k], v);
+      vmax[k] = _mm256_max_ps(vmax[k], v);
+      vnan = _mm256_or_ps(vnan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    }
+  }
+  float mn = hmin(_mm256_min_ps(vmin[0], vmin[1])), mx = hmax(_mm256_max_ps(vmax[0], vmax[1]));
   bool bad = _mm256_movemask_ps(vnan) != 0;
   scan_scalar(e, x, i, n, mn, mx, bad);  // tail of a short last block
   bad |= !is_finite(mn) || !is_finite(mx);
@@ -95,6 +111,20 @@ BAGUA_AVX2 __m256i quantize32(E e, const typename E::T *x, __m256 vmin, __m256 v
 // min + q * step of the low 8 bytes of `bytes`, with one rounding (fma).
 BAGUA_AVX2 inline __m256 dequantize8(__m128i bytes, __m256 vmin, __m256 vstep) {
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)), vstep, vmin);
+}
+
+// Puts eight decoded values into sink element `at`: saturated (value and
+// accumulation) for blocks that can reach the float limit (block_extreme),
+// else the plain arithmetic, which gives the same results for the others.
+template <bool saturating, class Sink>
+BAGUA_AVX2 void put_decoded8(const Sink &sink, size_t at, __m256 v) {
+  sink.template put8<saturating>(at, saturating ? saturate8(v) : v);
+}
+
+// True when the block's decoded values may reach kNoOverflowBelow, so that
+// decoding or accumulating them needs saturation.
+inline bool block_extreme(const MinMaxBlockHeader &h) {
+  return fabsf(h.min) >= kNoOverflowBelow || fabsf(h.max) >= kNoOverflowBelow;
 }
 
 template <class C>
@@ -125,8 +155,9 @@ void encode_block_scalar(E e, const typename E::T *x, uint32_t n, uint8_t *blk) 
 // One AVX2 function per block, so the header scan and the quantization
 // inline into one loop nest over the (cache-resident) block.
 template <class C, class E>
-BAGUA_AVX2 void encode_block_avx2(E e, const typename E::T *x, uint32_t n, uint8_t *blk) {
-  const MinMaxBlockHeader h = header_avx2(e, x, n, C::kTag);
+BAGUA_AVX2 void encode_block_avx2(E e, const typename E::T *x, uint32_t n, const typename E::T *end,
+                                  uint8_t *blk) {
+  const MinMaxBlockHeader h = header_avx2(e, x, n, end, C::kTag);
   if (!start_block(h, C::block_bytes(n) - sizeof h, C::used_bytes(n), blk)) return;
   const MinMaxParams p = minmax_params(h.min, h.max, C::kLevels);
   if (p.wide) {
@@ -149,7 +180,7 @@ CodecStatus encode_minmax(Isa isa, const void *src, DType t, size_t count, uint3
     for (size_t first = 0; first < count; first += block_elems) {
       const uint32_t n = block_len(count, first, block_elems);
       if (isa == Isa::avx2) {
-        encode_block_avx2<C>(e, x + first, n, blk);
+        encode_block_avx2<C>(e, x + first, n, x + count, blk);
       } else {
         encode_block_scalar<C>(e, x + first, n, blk);
       }
@@ -185,8 +216,10 @@ void decode_minmax_blocks(Isa isa, const void *in, size_t count, uint32_t block_
     const MinMaxParams p = minmax_params(h.min, h.max, C::kLevels);
     if (h.flags & kFlagNonFinite) {
       sink.fill_nan(first, n);
+    } else if (isa == Isa::avx2 && !p.wide && block_extreme(h)) {
+      C::template dequantize_avx2<true>(p, payload, n, first, count, sink);
     } else if (isa == Isa::avx2 && !p.wide) {
-      C::dequantize_avx2(p, payload, n, first, sink);
+      C::template dequantize_avx2<false>(p, payload, n, first, count, sink);
     } else {
       C::dequantize_scalar(p, payload, n, first, sink);
     }

@@ -35,10 +35,11 @@ struct StoreSink {
   __device__ void nan(size_t i) const { put(i, canonical_nan()); }
 };
 
-// Decoded values added into a float32 accumulator.
+// Decoded values added into a float32 accumulator; a finite sum beyond the
+// float range saturates (codec_format.h).
 struct AccumulateSink {
   float *acc;
-  __device__ void put(size_t i, float v) const { acc[i] += v; }
+  __device__ void put(size_t i, float v) const { acc[i] = saturating_add(acc[i], v); }
   __device__ void put_scaled(size_t i, float h, float inv) const { acc[i] = fmaf(h, inv, acc[i]); }
   __device__ void nan(size_t i) const { acc[i] = canonical_nan(); }
 };

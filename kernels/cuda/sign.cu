@@ -9,7 +9,10 @@ namespace {
 
 constexpr unsigned kWarpsPerBlock = kThreads / 32;
 
-__device__ float fed(const float *g, const float *r, size_t i) { return r ? g[i] + r[i] : g[i]; }
+// g + residual, saturated like the CPU's (codec_format.h).
+__device__ float fed(const float *g, const float *r, size_t i) {
+  return r ? saturating_add(g[i], r[i]) : g[i];
+}
 
 __device__ double warp_abs_sum(const float *g, const float *r, uint32_t n, unsigned lane) {
   double sum = 0.0;

@@ -74,6 +74,26 @@ inline bool same_bits(const std::vector<float> &a, const std::vector<float> &b) 
   return a.size() == b.size() && memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+// Accumulator entries for the overflow tests: large finite values of both
+// signs (whose sums with +-0.75 FLT_MAX overflow), +-Inf, NaN and 1.
+inline std::vector<float> overflow_accumulator(size_t n) {
+  const float big = 0.75f * std::numeric_limits<float>::max();
+  const float kinds[] = {big, -big, INFINITY, -INFINITY, NAN, 1.0f};
+  std::vector<float> acc(n);
+  for (size_t i = 0; i < n; ++i) acc[i] = kinds[i % 6];
+  return acc;
+}
+
+// The expected acc + v for a finite v: in double, clamped to +-FLT_MAX when
+// acc is finite (a finite overflow saturates), the float sum otherwise.
+inline float saturated_sum(float acc, float v) {
+  const double m = std::numeric_limits<float>::max();
+  if (!std::isfinite(acc)) return acc + v;
+  return float(std::clamp(double(acc) + double(v), -m, m));
+}
+
+inline bool same_value(float a, float b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
 inline std::vector<Isa> isas() {
   std::vector<Isa> v{Isa::scalar};
   if (bagua::codec::cpu::isa_supported(Isa::avx2)) v.push_back(Isa::avx2);

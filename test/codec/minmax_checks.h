@@ -24,6 +24,9 @@ struct MinMaxCodec {
   CodecStatus (*encode)(Isa, const void *, DType, size_t, uint32_t, void *);
   CodecStatus (*decode)(Isa, const void *, size_t, size_t, uint32_t, void *, DType);
   CodecStatus (*decode_accumulate)(Isa, const void *, size_t, size_t, uint32_t, float *);
+  // A block minimum for which, with max = FLT_MAX, the rounded step carries
+  // the top quantized value past FLT_MAX (the decoder must saturate it).
+  float overflow_min;
 };
 
 inline Bytes encode(const MinMaxCodec &c, Isa isa, const void *src, DType t, size_t count,
@@ -161,6 +164,54 @@ inline void check_non_finite_blocks(const MinMaxCodec &c) {
   }
 }
 
+// Block `b` of x (of `block` elements) rises from c.overflow_min to FLT_MAX.
+inline void fill_rising_to_max(const MinMaxCodec &c, std::vector<float> &x, size_t b,
+                               uint32_t block) {
+  const float max = std::numeric_limits<float>::max(), min = c.overflow_min;
+  for (size_t i = b * block; i < (b + 1) * block && i < x.size(); ++i)
+    x[i] = std::min(max, min + (max - min) * (float(i % block) / float(block - 1)));
+}
+
+inline void check_reaching_float_max(const MinMaxCodec &c) {
+  // The decoder saturates the top step instead of returning Inf for finite input.
+  const uint32_t block = 64;
+  std::vector<float> x(2 * block + 5);
+  for (size_t b = 0; b < 3; ++b) fill_rising_to_max(c, x, b, block);
+  x.back() = std::numeric_limits<float>::max();
+  for (Isa isa : isas()) {
+    INFO(cpu::isa_name(isa));
+    const auto y =
+        decode(c, isa, encode(c, isa, x.data(), DType::f32, x.size(), block), x.size(), block);
+    for (size_t i = 0; i < x.size(); ++i) {
+      INFO("i=" << i << " x=" << x[i] << " y=" << y[i]);
+      REQUIRE(std::isfinite(y[i]));
+    }
+    REQUIRE(y[block - 1] == std::numeric_limits<float>::max());
+    check_bound(c, x, y, block);
+  }
+}
+
+inline void check_accumulate_saturates(const MinMaxCodec &c) {
+  // Constant blocks of +-0.75 FLT_MAX decode exactly; added to the overflow
+  // accumulator they overflow, cancel, or meet Inf and NaN.
+  const uint32_t block = 64;
+  const float big = 0.75f * std::numeric_limits<float>::max();
+  std::vector<float> x(3 * block + 7);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (i / block) % 2 ? -big : big;
+  const auto acc0 = overflow_accumulator(x.size());
+  for (Isa isa : isas()) {
+    INFO(cpu::isa_name(isa));
+    const Bytes enc = encode(c, isa, x.data(), DType::f32, x.size(), block);
+    auto acc = acc0;
+    REQUIRE(c.decode_accumulate(isa, enc.data(), enc.size(), x.size(), block, acc.data()) ==
+            CodecStatus::ok);
+    for (size_t i = 0; i < x.size(); ++i) {
+      INFO("i=" << i << " acc0=" << acc0[i] << " x=" << x[i] << " acc=" << acc[i]);
+      REQUIRE(same_value(acc[i], saturated_sum(acc0[i], x[i])));
+    }
+  }
+}
+
 inline void check_accumulate_adds_decoded(const MinMaxCodec &c) {
   const auto x = normal(5000, 11);
   const auto acc0 = normal(5000, 12);
@@ -236,8 +287,9 @@ inline void check_corrupt_headers(const MinMaxCodec &c) {
 }
 
 // Blocks of every kind (normal, non-finite, range overflowing float, tiny
-// range) and a short tail, in every dtype: AVX2 bytes and values equal the
-// portable reference's.
+// range, rising to FLT_MAX) and a short tail, in every dtype: AVX2 bytes and
+// values equal the portable reference's; accumulating too, with large,
+// infinite and NaN accumulator entries.
 inline void check_avx2_matches_scalar(const MinMaxCodec &c, uint32_t block, size_t tail) {
   if (!cpu::isa_supported(Isa::avx2)) {
     WARN("no AVX2 on this CPU: skipped");
@@ -248,6 +300,7 @@ inline void check_avx2_matches_scalar(const MinMaxCodec &c, uint32_t block, size
   x[block + 3] = NAN;                                             // non-finite block
   for (size_t i = 2 * block; i < 3 * block; ++i) x[i] *= 1e38f;   // wide (overflowing) block
   for (size_t i = 3 * block; i < 4 * block; ++i) x[i] *= 1e-35f;  // wide (tiny) block
+  fill_rising_to_max(c, x, 4, block);                             // saturated top step
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {
     INFO("dtype " << bagua::dtype_name(t) << " block " << block << " tail " << tail);
     const auto h = to_half(x, t);
@@ -261,7 +314,13 @@ inline void check_avx2_matches_scalar(const MinMaxCodec &c, uint32_t block, size
     REQUIRE(a == b);
   }
   const Bytes enc = encode(c, Isa::scalar, x.data(), DType::f32, n, block);
-  auto acc_a = normal(n, 22), acc_b = acc_a;
+  auto acc_a = normal(n, 22);
+  // Overflowing, infinite and NaN entries over a normal block (the plain
+  // vector sum), the wide one (scalar) and the one rising to FLT_MAX (the
+  // saturating vector sum).
+  const auto extremes = overflow_accumulator(block);
+  for (size_t b : {0, 2, 4}) std::copy(extremes.begin(), extremes.end(), acc_a.begin() + b * block);
+  auto acc_b = acc_a;
   REQUIRE(c.decode_accumulate(Isa::scalar, enc.data(), enc.size(), n, block, acc_a.data()) ==
           CodecStatus::ok);
   REQUIRE(c.decode_accumulate(Isa::avx2, enc.data(), enc.size(), n, block, acc_b.data()) ==

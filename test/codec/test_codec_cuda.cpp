@@ -50,13 +50,27 @@ class DeviceBuffer {
 
 uint32_t status_of(const DeviceBuffer &status) { return status.host<uint32_t>()[0]; }
 
-// Inputs with every kind of block: normal, non-finite, overflowing and tiny range.
-std::vector<float> mixed_input(size_t n, uint32_t block) {
+// Inputs with every kind of block: normal, non-finite, overflowing and tiny
+// range, and one rising from overflow_min to FLT_MAX (whose top step the
+// decoder saturates).
+std::vector<float> mixed_input(size_t n, uint32_t block, float overflow_min) {
   auto x = normal(n, 31);
   x[block + 3] = NAN;
   for (size_t i = 2 * block; i < 3 * block && i < n; ++i) x[i] *= 1e38f;
   for (size_t i = 3 * block; i < 4 * block && i < n; ++i) x[i] *= 1e-35f;
+  const float max = std::numeric_limits<float>::max(), min = overflow_min;
+  for (size_t i = 4 * block; i < 5 * block && i < n; ++i)
+    x[i] = std::min(max, min + (max - min) * (float(i % block) / float(block - 1)));
   return x;
+}
+
+// An accumulator whose sums with the large blocks overflow (saturated), and
+// with Inf and NaN entries, over [first, first + block).
+std::vector<float> accumulator(size_t n, uint32_t seed, size_t first, uint32_t block) {
+  auto acc = normal(n, seed);
+  const auto extremes = overflow_accumulator(block);
+  std::copy(extremes.begin(), extremes.end(), acc.begin() + first);
+  return acc;
 }
 
 template <class T>
@@ -77,6 +91,8 @@ struct MinMaxPair {
                             cudaStream_t);
   CodecStatus (*gpu_decode_accumulate)(const void *, size_t, size_t, uint32_t, float *, uint32_t *,
                                        cudaStream_t);
+  // With max = FLT_MAX, a block minimum whose rounded top step passes FLT_MAX.
+  float overflow_min;
 };
 
 const MinMaxPair kQ8{[](size_t n) { return (n + 15) / 16 * 16; },
@@ -86,7 +102,8 @@ const MinMaxPair kQ8{[](size_t n) { return (n + 15) / 16 * 16; },
                      cpu::q8_decode_accumulate,
                      gpu::q8_encode,
                      gpu::q8_decode,
-                     gpu::q8_decode_accumulate};
+                     gpu::q8_decode_accumulate,
+                     0x1.bdc526p+126f};
 
 const MinMaxPair kQ4{[](size_t n) { return (n + 31) / 32 * 16; },
                      codec::q4_encoded_bytes,
@@ -95,11 +112,12 @@ const MinMaxPair kQ4{[](size_t n) { return (n + 31) / 32 * 16; },
                      cpu::q4_decode_accumulate,
                      gpu::q4_encode,
                      gpu::q4_decode,
-                     gpu::q4_decode_accumulate};
+                     gpu::q4_decode_accumulate,
+                     0x1.00016p+120f};
 
 void check_minmax_on_gpu(const MinMaxPair &c, uint32_t block, size_t tail) {
   const size_t n = 5 * block + tail;
-  const auto x = mixed_input(n, block);
+  const auto x = mixed_input(n, block, c.overflow_min);
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {
     INFO("dtype " << bagua::dtype_name(t) << " block " << block << " tail " << tail);
     const auto h = to_half(x, t);
@@ -120,7 +138,7 @@ void check_minmax_on_gpu(const MinMaxPair &c, uint32_t block, size_t tail) {
   }
   Bytes ref(c.encoded_bytes(n, block));
   REQUIRE(c.cpu_encode(Isa::scalar, x.data(), DType::f32, n, block, ref.data()) == CodecStatus::ok);
-  auto acc = normal(n, 32);
+  auto acc = accumulator(n, 32, 2 * block, block);
   DeviceBuffer enc(ref), dacc(acc), status(4);
   REQUIRE(c.cpu_decode_accumulate(Isa::scalar, ref.data(), ref.size(), n, block, acc.data()) ==
           CodecStatus::ok);
@@ -182,6 +200,12 @@ TEST_CASE("sign on the GPU matches the CPU reference", "[cuda][sign]") {
   auto g = normal(n, 35);
   g[2 * block + 1] = NAN;
   auto residual = normal(n, 36);
+  // Block 0: g + residual overflows in some lanes (saturated), not in others.
+  const float big = 0.75f * std::numeric_limits<float>::max();
+  for (size_t i = 0; i < block; ++i) {
+    g[i] = i % 2 ? big : -big;
+    residual[i] = i % 3 ? big : -big;
+  }
   DeviceBuffer dg(g), dres(residual), enc(codec::sign_encoded_bytes(n, block)), status(4);
   Bytes ref(enc.bytes());
   REQUIRE(cpu::sign_encode_with_feedback(Isa::scalar, g.data(), residual.data(), n, block,
@@ -197,7 +221,7 @@ TEST_CASE("sign on the GPU matches the CPU reference", "[cuda][sign]") {
   REQUIRE(gpu::sign_decode(enc.get(), ref.size(), n, block, dst.get(), DType::bf16,
                            status.get<uint32_t>(), nullptr) == CodecStatus::ok);
   REQUIRE(dst.host<uint16_t>() == want);
-  auto acc = normal(n, 37);
+  auto acc = accumulator(n, 37, 0, block);
   DeviceBuffer dacc(acc);
   REQUIRE(cpu::sign_decode_accumulate(Isa::scalar, ref.data(), ref.size(), n, block, acc.data()) ==
           CodecStatus::ok);

@@ -12,7 +12,8 @@ const MinMaxCodec kQ4{15,
                       codec::q4_encode,
                       cpu::q4_encode,
                       cpu::q4_decode,
-                      cpu::q4_decode_accumulate};
+                      cpu::q4_decode_accumulate,
+                      0x1.00016p+120f};
 
 }  // namespace
 
@@ -33,6 +34,14 @@ TEST_CASE("q4 constant blocks decode exactly", "[q4]") { check_constant_blocks(k
 
 TEST_CASE("q4 non-finite values make their whole block NaN", "[q4]") {
   check_non_finite_blocks(kQ4);
+}
+
+TEST_CASE("q4 a block reaching FLT_MAX decodes to finite values", "[q4]") {
+  check_reaching_float_max(kQ4);
+}
+
+TEST_CASE("q4 decode_accumulate saturates a finite overflow, keeps Inf and NaN", "[q4]") {
+  check_accumulate_saturates(kQ4);
 }
 
 TEST_CASE("q4 decode_accumulate adds exactly the decoded values", "[q4]") {

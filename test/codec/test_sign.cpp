@@ -104,6 +104,42 @@ TEST_CASE("sign non-finite blocks decode to NaN and keep their residual", "[sign
   }
 }
 
+TEST_CASE("sign finite overflow saturates instead of raising the NaN flag", "[sign]") {
+  // Blocks of +-0.75 FLT_MAX: their scale is 0.75 FLT_MAX exactly, so each
+  // decoded value is +-0.75 FLT_MAX.
+  const uint32_t block = 64;
+  const float max = std::numeric_limits<float>::max(), big = 0.75f * max;
+  std::vector<float> g(3 * block + 7);
+  for (size_t i = 0; i < g.size(); ++i) g[i] = i % 3 ? big : -big;
+  const auto acc0 = overflow_accumulator(g.size());
+  for (Isa isa : isas()) {
+    INFO(cpu::isa_name(isa));
+    {  // decode_accumulate into the overflow accumulator
+      const Bytes enc = encode(isa, g, nullptr, block);
+      auto acc = acc0;
+      REQUIRE(cpu::sign_decode_accumulate(isa, enc.data(), enc.size(), g.size(), block,
+                                          acc.data()) == CodecStatus::ok);
+      for (size_t i = 0; i < g.size(); ++i) {
+        INFO("i=" << i << " acc0=" << acc0[i] << " g=" << g[i] << " acc=" << acc[i]);
+        REQUIRE(same_value(acc[i], saturated_sum(acc0[i], g[i])));
+      }
+    }
+    {  // g + residual = +-1.5 FLT_MAX saturates: no flag, scale FLT_MAX, residual 0
+      auto residual = g;
+      const Bytes enc = encode(isa, g, residual.data(), block);
+      for (size_t b = 0; b * block < g.size(); ++b) {
+        REQUIRE(enc[b * codec::sign_block_bytes(block) + 5] == 0);  // flags
+      }
+      const auto y = decode(isa, enc, g.size(), block);
+      for (size_t i = 0; i < g.size(); ++i) {
+        INFO("i=" << i);
+        REQUIRE(y[i] == (g[i] > 0 ? max : -max));
+        REQUIRE(residual[i] == 0.0f);
+      }
+    }
+  }
+}
+
 TEST_CASE("sign decoders reject corrupt headers and wrong lengths", "[sign]") {
   const uint32_t block = 64;
   const auto g = normal(3 * block + 1, 4);
@@ -151,7 +187,14 @@ TEST_CASE("sign AVX2 path is bit-identical to the scalar reference", "[sign][sim
   const size_t n = 4 * block + 45;
   auto g = normal(n, 5);
   g[2 * block + 1] = NAN;
-  auto ra = normal(n, 6), rb = ra;
+  auto ra = normal(n, 6);
+  // Block 0: g + residual overflows in some lanes (saturated), not in others.
+  const float big = 0.75f * std::numeric_limits<float>::max();
+  for (size_t i = 0; i < block; ++i) {
+    g[i] = i % 2 ? big : -big;
+    ra[i] = i % 3 ? big : -big;
+  }
+  auto rb = ra;
   const Bytes ref = encode(Isa::scalar, g, ra.data(), block);
   REQUIRE(ref == encode(Isa::avx2, g, rb.data(), block));
   REQUIRE(same_bits(ra, rb));
@@ -165,7 +208,12 @@ TEST_CASE("sign AVX2 path is bit-identical to the scalar reference", "[sign][sim
     REQUIRE(a == b);
   }
   REQUIRE(same_bits(decode(Isa::scalar, ref, n, block), decode(Isa::avx2, ref, n, block)));
-  auto acc_a = normal(n, 7), acc_b = acc_a;
+  auto acc_a = normal(n, 7);
+  // Large, infinite and NaN accumulator entries over the +-0.75 FLT_MAX block
+  // (the saturating vector sum) and a normal one (the plain sum).
+  const auto extremes = overflow_accumulator(block);
+  for (size_t b : {0, 1}) std::copy(extremes.begin(), extremes.end(), acc_a.begin() + b * block);
+  auto acc_b = acc_a;
   REQUIRE(cpu::sign_decode_accumulate(Isa::scalar, ref.data(), ref.size(), n, block,
                                       acc_a.data()) == CodecStatus::ok);
   REQUIRE(cpu::sign_decode_accumulate(Isa::avx2, ref.data(), ref.size(), n, block, acc_b.data()) ==

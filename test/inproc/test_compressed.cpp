@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <sstream>
 
 #include "algo/compressed.hpp"
@@ -111,6 +112,49 @@ void run_matrix(int n, const std::vector<Case> &cases) {
       outcomes, cases.size(), [&](size_t c) { return label(n, cases[c]); }, true);
 }
 
+// Quantization steps per block range of a min-max codec.
+double levels(Codec codec) { return codec == Codec::q4 ? 15.0 : 255.0; }
+
+// Inputs whose sums overflow float: the first half of the buffer is +-0.75
+// FLT_MAX, the rest +-0.5, in one sign pattern on every rank.
+double overflow_input(size_t i, size_t count) {
+  const double magnitude = i < count / 2 ? 0.75 * double(std::numeric_limits<float>::max()) : 0.5;
+  return (i * 7919 % 13) < 6 ? -magnitude : magnitude;
+}
+
+// One call with overflow_input on one rank. The sums of the first half
+// saturate at +-FLT_MAX (an average divides the saturated sum by n); the
+// second half is within the usual bound (q8, q4) or exact (sign). Elements
+// within one block of the boundary share blocks with both halves: they are
+// only checked to be finite and, elsewhere, never NaN or Inf.
+Outcome run_overflow_case(inproc::Rank &rank, const Case &c) {
+  const int n = rank.size();
+  const double max = std::numeric_limits<float>::max();
+  Buffer send(c.type, c.count), recv(c.type, c.count);
+  Buffer &in = c.in_place ? recv : send;
+  for (size_t i = 0; i < c.count; ++i) in.set(i, overflow_input(i, c.count));
+  SignResiduals residuals(c.count);
+  const auto codec = make_codec(c.codec, n, c.average, residuals);
+  bagua::AlgoContext ctx = rank.next_call(c.segment_bytes);
+  Outcome o = inproc::outcome_of(
+      allreduce(ctx, *codec, in.data(), recv.data(), c.count, c.type, c.average ? n : 1));
+  const size_t half = c.count / 2;
+  // Compare each element with the saturated (or exact) sum.
+  for (size_t i = 0; i < c.count && o.status == BAGUA_SUCCESS; ++i) {
+    const double got = recv.get(i), x = overflow_input(i, c.count);
+    const bool big = i < half, near_boundary = (i < half ? half - i : i - half) <= inproc::kBlock;
+    const double sum = big ? std::copysign(max, x) : x * n;
+    const double want = c.average ? double(float(sum / n)) : sum;
+    const double tolerance = c.codec == Codec::sign ? 0.0
+                             : big                  ? std::fabs(want) / levels(c.codec) * 1.001
+                                                    : bound(c.codec, c.type, c.average, n, want);
+    o.wrong += !std::isfinite(got) || (!near_boundary && !(std::fabs(got - want) <= tolerance));
+  }
+  o.guard_intact = send.guard_intact() && recv.guard_intact();
+  o.digest = recv.digest();
+  return o;
+}
+
 constexpr Codec kCodecs[] = {Codec::q8, Codec::q4, Codec::fp16, Codec::bf16, Codec::sign};
 constexpr DType kTypes[] = {DType::f32, DType::f16, DType::bf16};
 
@@ -142,6 +186,23 @@ TEST_CASE("compressed allreduce of 1<<20 elements at 2 3 7 16 ranks", "[compress
       cases.push_back({codec, codec == Codec::bf16 ? DType::f32 : DType::bf16, n % 2 == 1, 1u << 20,
                        codec != Codec::q8 && codec != Codec::q4, 1 << 16});
     run_matrix(n, cases);
+  }
+}
+
+TEST_CASE("compressed allreduce: a finite overflow saturates and never becomes NaN",
+          "[compressed]") {
+  // q8, q4 and sign flag non-finite inputs only: sums of +-0.75 FLT_MAX saturate
+  // on every rank instead of turning their blocks (and, through the owner's
+  // re-encoding, neighbouring ranges) into NaN.
+  for (int n : {2, 3}) {
+    std::vector<Case> cases;
+    for (Codec codec : {Codec::q8, Codec::q4, Codec::sign})
+      for (bool average : {false, true})
+        for (size_t count : {size_t(4099), size_t(1000)})
+          cases.push_back({codec, DType::f32, average, count, count == 1000, 4096});
+    auto outcomes = inproc::run_cases(n, cases, run_overflow_case);
+    inproc::check_outcomes(
+        outcomes, cases.size(), [&](size_t c) { return label(n, cases[c]); }, true);
   }
 }
 
