@@ -138,13 +138,7 @@ struct CodecUnderTest {
   std::unique_ptr<ChunkCodec> codec;
   CodecUnderTest(Wire wire, size_t count, int ranks, const Options &options)
       : feedback{MPI_COMM_NULL, count, std::vector<float>(count), std::vector<float>(count)} {
-    Call call{};
-    call.family = Family::allreduce;
-    call.wire = wire;
-    call.count = count;
-    call.dtype = DType::f32;
-    call.op = ReduceOp::avg;
-    call.memory = Memory::host;
+    Call call = float_call(wire, count);
     call.feedback = &feedback;
     codec = make_call_codec(call, ranks, options);
   }

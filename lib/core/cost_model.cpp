@@ -6,6 +6,18 @@
 #include "run.hpp"
 
 namespace bagua {
+
+Call float_call(Wire wire, size_t count) {
+  Call call{};
+  call.family = Family::allreduce;
+  call.wire = wire;
+  call.count = count;
+  call.dtype = DType::f32;
+  call.op = ReduceOp::avg;
+  call.memory = Memory::host;
+  return call;
+}
+
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
@@ -44,17 +56,6 @@ Options sizing_options(const CostParams &p) {
   o.segment_bytes = p.segment_bytes;
   o.compressed.codec_block = static_cast<int>(p.codec_block);
   return o;
-}
-
-Call float_call(Wire wire, size_t count) {
-  Call call{};
-  call.family = Family::allreduce;
-  call.wire = wire;
-  call.count = count;
-  call.dtype = DType::f32;
-  call.op = ReduceOp::avg;
-  call.memory = Memory::host;
-  return call;
 }
 
 size_t bytes_sent(const CostParams &p, Wire wire, Schedule s, size_t count, int ranks) {

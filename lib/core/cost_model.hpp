@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../base/dtype.hpp"
+#include "call.hpp"
 
 namespace bagua {
 
@@ -86,6 +87,10 @@ struct Estimate {
   size_t bytes_per_rank = 0;  // bytes rank 0 sends (the leader's), headers and call check counted
   std::string formula;        // the terms, in words and numbers
 };
+
+// An averaging allreduce of `count` float32 elements on host memory in
+// `wire`: the call the model (and bagua-advise's codec timings) sizes.
+Call float_call(Wire wire, size_t count);
 
 // Bytes of one message of `count` float32 elements in `wire`'s format
 // (BAGUA_CODEC_BLOCK `block`), from the library's own codec.
