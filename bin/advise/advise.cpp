@@ -9,6 +9,7 @@
 #include <set>
 
 #include "algo/reduce.hpp"
+#include "core/comm.hpp"
 #include "core/options.hpp"
 #include "core/run.hpp"
 
@@ -78,58 +79,96 @@ double ping_pong(MPI_Comm comm, int peer, size_t bytes, int rounds) {
   return times[times.size() / 2];
 }
 
-// Every rank of `ring` sends `bytes` right while receiving from the left, as
-// a ring step does; the slowest rank's best of three.
-double ring_exchange(MPI_Comm ring, size_t bytes) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(ring, &rank);
-  MPI_Comm_size(ring, &size);
-  std::vector<char> out(bytes), in(bytes);
+// The measurements' messages go through the library's own transport, as
+// BAGUA_TRANSPORT and BAGUA_MPI_PIECE_BYTES make it for the collectives (so
+// they are cut and progressed as the collectives' messages are), on a
+// duplicate of the measured communicator. Creation is collective.
+class Probe {
+ public:
+  static Status create(MPI_Comm comm, const Options &options, std::unique_ptr<Probe> *out) {
+    std::unique_ptr<Probe> probe(new Probe(options.timeout_ms));
+    MPI_Comm_dup(comm, &probe->dup_);
+    BAGUA_TRY(create_transport(options, probe->dup_, /*shared_by_threads=*/false, &probe->t_));
+    *out = std::move(probe);
+    return BAGUA_SUCCESS;
+  }
+  ~Probe() {
+    t_.reset();
+    MPI_Comm_free(&dup_);
+  }
+  Transport &transport() { return *t_; }
+  MPI_Comm comm() const { return dup_; }
+  int rank() const { return t_->rank(); }
+  int size() const { return t_->size(); }
+  Deadline deadline() const { return Deadline::after_ms(timeout_ms_); }
+
+ private:
+  explicit Probe(int64_t timeout_ms) : timeout_ms_(timeout_ms) {}
+  int64_t timeout_ms_;
+  MPI_Comm dup_ = MPI_COMM_NULL;
+  std::unique_ptr<Transport> t_;
+};
+
+// Posts a receive of `bytes` from the left and a send to the right, as a
+// ring step does; requests[0] is the receive.
+Status post_ring_step(Probe &probe, const char *out, char *in, size_t bytes, Tag tag,
+                      Request requests[2]) {
+  const int n = probe.size(), r = probe.rank();
+  Transport &t = probe.transport();
+  BAGUA_TRY(t.irecv(in, bytes, (r + n - 1) % n, tag, &requests[0]));
+  return t.isend(out, bytes, (r + 1) % n, tag, &requests[1]);
+}
+
+// Best of three times of `body` (a Status-returning step) over the probe's
+// ranks at once, the slowest rank's, after one warm-up.
+template <class Body>
+Status timed_exchange(Probe &probe, Body body, double *out) {
   double best = 1e30;
   for (int i = 0; i < 4; ++i) {
-    MPI_Barrier(ring);
+    MPI_Barrier(probe.comm());
     const double begin = now();
-    MPI_Sendrecv(out.data(), int(bytes), MPI_BYTE, (rank + 1) % size, 1, in.data(), int(bytes),
-                 MPI_BYTE, (rank + size - 1) % size, 1, ring, MPI_STATUS_IGNORE);
+    BAGUA_TRY(body());
     double t = now() - begin;
-    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, ring);
+    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, probe.comm());
     if (i > 0) best = std::min(best, t);
   }
-  return best;
+  *out = best;
+  return BAGUA_SUCCESS;
+}
+
+// Every rank sends `bytes` right while receiving from the left.
+Status ring_exchange(Probe &probe, size_t bytes, double *out) {
+  std::vector<char> send(bytes), recv(bytes);
+  return timed_exchange(
+      probe,
+      [&] {
+        Request requests[2];
+        BAGUA_TRY(post_ring_step(probe, send.data(), recv.data(), bytes, 1, requests));
+        return wait_all(probe.transport(), requests, probe.deadline());
+      },
+      out);
 }
 
 // Every rank sends `message` bytes to every other at once (ByteGrad's
-// scatter); the slowest rank's best of three.
-double alltoall_exchange(MPI_Comm comm, size_t message) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  std::vector<char> out(message * size), in(message * size);
-  std::vector<MPI_Request> requests;
-  double best = 1e30;
-  for (int i = 0; i < 4; ++i) {
-    MPI_Barrier(comm);
-    const double begin = now();
-    requests.clear();
-    // Receives first, then the sends, each peer starting from the right.
-    for (int k = 1; k < size; ++k) {
-      const int peer = (rank + size - k) % size;
-      requests.emplace_back();
-      MPI_Irecv(in.data() + peer * message, int(message), MPI_BYTE, peer, 2, comm,
-                &requests.back());
-    }
-    for (int k = 1; k < size; ++k) {
-      const int peer = (rank + k) % size;
-      requests.emplace_back();
-      MPI_Isend(out.data() + peer * message, int(message), MPI_BYTE, peer, 2, comm,
-                &requests.back());
-    }
-    MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
-    double t = now() - begin;
-    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
-    if (i > 0) best = std::min(best, t);
-  }
-  return best;
+// scatter), each peer starting from the right.
+Status alltoall_exchange(Probe &probe, size_t message, double *out) {
+  const int n = probe.size(), r = probe.rank();
+  std::vector<char> send(message * size_t(n)), recv(message * size_t(n));
+  std::vector<Request> requests(2 * size_t(n));
+  Transport &t = probe.transport();
+  return timed_exchange(
+      probe,
+      [&] {
+        for (int k = 1; k < n; ++k) {
+          const int from = (r + n - k) % n, to = (r + k) % n;
+          BAGUA_TRY(t.irecv(recv.data() + size_t(from) * message, message, from, 2,
+                            &requests[size_t(k)]));
+          BAGUA_TRY(t.isend(send.data() + size_t(to) * message, message, to, 2,
+                            &requests[size_t(n + k)]));
+        }
+        return wait_all(t, requests, probe.deadline());
+      },
+      out);
 }
 
 // The codec of `wire` as the library builds it for a float32 call.
@@ -213,61 +252,68 @@ MPI_Comm split_nodes(MPI_Comm comm, const Args &args, int *ranks_per_node) {
 // Latency from rank 0 to `peer` (ping-pong of 8 bytes), bandwidth from a
 // concurrent ring exchange over `ring` (what a ring step sees: both
 // directions at once, every rank busy).
-LinkCost measure_link(MPI_Comm comm, int peer, MPI_Comm ring) {
+Status measure_link(MPI_Comm comm, int peer, MPI_Comm ring, const Options &options, LinkCost *out) {
   double latency = ping_pong(comm, peer, 8, kLatencyRounds);
   MPI_Bcast(&latency, 1, MPI_DOUBLE, 0, comm);
   double bandwidth = 0;
   if (ring != MPI_COMM_NULL) {
-    const double t = ring_exchange(ring, kProbeBytes);
+    std::unique_ptr<Probe> probe;
+    double t = 0;
+    BAGUA_TRY(Probe::create(ring, options, &probe));
+    BAGUA_TRY(ring_exchange(*probe, kProbeBytes, &t));
     bandwidth = double(kProbeBytes) / std::max(t - latency, 1e-9);
   }
   MPI_Allreduce(MPI_IN_PLACE, &bandwidth, 1, MPI_DOUBLE, MPI_MAX, comm);
-  return {latency, bandwidth};
+  *out = {latency, bandwidth};
+  return BAGUA_SUCCESS;
 }
 
 // Overlap: a ring exchange with the q8 encode of the same buffer run in
-// segments between MPI_Testall calls (as ByteGrad interleaves them),
+// segments between tests of its requests (as ByteGrad interleaves them),
 // against both alone.
-double measure_overlap(MPI_Comm ring, const Options &options) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(ring, &rank);
-  MPI_Comm_size(ring, &size);
+Status measure_overlap(Probe &probe, const Options &options, double *out) {
   const size_t count = kProbeBytes / 4, segment = options.segment_bytes / 4;
   const std::vector<float> src = gradient_like(count);
   CodecUnderTest c(Wire::q8, count, 2, options);
   std::vector<unsigned char> encoded(c.codec->encoded_bytes(count));
-  std::vector<char> out(kProbeBytes), in(kProbeBytes);
-  const auto encode = [&](MPI_Request *requests) {
+  std::vector<char> send(kProbeBytes), recv(kProbeBytes);
+  Transport &t = probe.transport();
+  const auto encode = [&](Request *requests) {
     for (size_t begin = 0; begin < count; begin += segment) {
       const size_t n = std::min(segment, count - begin);
       c.codec->encode(ChunkCodec::Stage::contribution, begin, src.data() + begin, DType::f32, n,
                       encoded.data());
-      int done = 0;
-      if (requests != nullptr) MPI_Testall(2, requests, &done, MPI_STATUSES_IGNORE);
+      bool done = false;
+      for (int i = 0; requests != nullptr && i < 2; ++i)
+        if (requests[i].active) BAGUA_TRY(t.test(&requests[i], &done));
     }
+    return BAGUA_SUCCESS;
   };
   const auto transfer = [&](bool with_encode) {
-    MPI_Request requests[2];
-    MPI_Irecv(in.data(), int(kProbeBytes), MPI_BYTE, (rank + size - 1) % size, 3, ring,
-              &requests[0]);
-    MPI_Isend(out.data(), int(kProbeBytes), MPI_BYTE, (rank + 1) % size, 3, ring, &requests[1]);
-    if (with_encode) encode(requests);
-    MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
+    Request requests[2];
+    BAGUA_TRY(post_ring_step(probe, send.data(), recv.data(), kProbeBytes, 3, requests));
+    if (with_encode) BAGUA_TRY(encode(requests));
+    return wait_all(t, requests, probe.deadline());
   };
-  const double t_encode = timed_on_all(ring, [&] { encode(nullptr); });
-  const double t_transfer = timed_on_all(ring, [&] { transfer(false); });
-  const double t_both = timed_on_all(ring, [&] { transfer(true); });
+  double t_encode = 0, t_transfer = 0, t_both = 0;
+  BAGUA_TRY(timed_exchange(
+      probe, [&] { return encode(nullptr); }, &t_encode));
+  BAGUA_TRY(timed_exchange(
+      probe, [&] { return transfer(false); }, &t_transfer));
+  BAGUA_TRY(timed_exchange(
+      probe, [&] { return transfer(true); }, &t_both));
   const double hidden = (t_encode + t_transfer - t_both) / std::min(t_encode, t_transfer);
-  return std::clamp(hidden, 0.0, 1.0);
+  *out = std::clamp(hidden, 0.0, 1.0);
+  return BAGUA_SUCCESS;
 }
 
 // The all-to-all efficiency: the model's time of a 4 MiB all-to-all at the
 // measured link rate over the measured time.
-double measure_alltoall_efficiency(MPI_Comm comm, const CostParams &p) {
-  int size = 1;
-  MPI_Comm_size(comm, &size);
+Status measure_alltoall_efficiency(Probe &probe, const CostParams &p, double *out) {
+  const int size = probe.size();
   const size_t message = kProbeBytes / size_t(std::max(size - 1, 1));
-  const double t = alltoall_exchange(comm, message);
+  double t = 0;
+  BAGUA_TRY(alltoall_exchange(probe, message, &t));
   const LinkCost &link = p.flat_link();
   const double latency = (size - 1) * link.latency_s;
   // Invert t = latency + bytes / (rate x efficiency) for the efficiency.
@@ -276,7 +322,8 @@ double measure_alltoall_efficiency(MPI_Comm comm, const CostParams &p) {
   const double network = p.nodes() > 1
                              ? double(k) * (size - k) * double(message) / p.inter.bytes_per_s
                              : transfer_ideal;
-  return std::clamp(network / std::max(t - latency, 1e-9), 0.05, 1.0);
+  *out = std::clamp(network / std::max(t - latency, 1e-9), 0.05, 1.0);
+  return BAGUA_SUCCESS;
 }
 
 }  // namespace
@@ -336,13 +383,16 @@ Status measure(MPI_Comm comm, const Args &args, Measurement *out) {
   const int peer_intra = p.ranks_per_node > 1 ? 1 : -1;
   const int peer_inter = p.nodes() > 1 ? p.ranks_per_node : -1;
   if (peer_intra > 0)
-    p.intra = measure_link(comm, peer_intra, node_size > 1 ? node : MPI_COMM_NULL);
-  if (peer_inter > 0) p.inter = measure_link(comm, peer_inter, leaders);
+    BAGUA_TRY(
+        measure_link(comm, peer_intra, node_size > 1 ? node : MPI_COMM_NULL, options, &p.intra));
+  if (peer_inter > 0) BAGUA_TRY(measure_link(comm, peer_inter, leaders, options, &p.inter));
   if (peer_intra < 0) p.intra = p.inter;
   if (peer_inter < 0) p.inter = p.intra;
   if (size > 1) {
-    p.alltoall_efficiency = measure_alltoall_efficiency(comm, p);
-    p.overlap = measure_overlap(comm, options);
+    std::unique_ptr<Probe> probe;
+    BAGUA_TRY(Probe::create(comm, options, &probe));
+    BAGUA_TRY(measure_alltoall_efficiency(*probe, p, &p.alltoall_efficiency));
+    BAGUA_TRY(measure_overlap(*probe, options, &p.overlap));
   }
   measure_codecs(comm, options, &m);
   m.notes.push_back("latency: median one-way time of " + std::to_string(kLatencyRounds) +
@@ -350,8 +400,9 @@ Status measure(MPI_Comm comm, const Args &args, Measurement *out) {
                     "received from the left by every rank of the ring at once (best of 3)");
   m.notes.push_back(
       "all-to-all efficiency: 4 MiB per rank sent to all others at once, against "
-      "the link rate; overlap: q8 encode between MPI_Testall calls during a ring "
-      "exchange, against both alone");
+      "the link rate; overlap: q8 encode between tests of a ring exchange's requests, "
+      "against both alone; messages through bagua's transport (BAGUA_TRANSPORT, "
+      "BAGUA_MPI_PIECE_BYTES)");
   if (args.ranks_per_node == 0)
     m.notes.push_back("nodes: ranks sharing memory (MPI_COMM_TYPE_SHARED)");
   if (leaders != MPI_COMM_NULL) MPI_Comm_free(&leaders);

@@ -18,6 +18,11 @@ Tag largest_tag(const Transport &t, const Options &o) {
   return o.tag_ub > 0 && Tag(o.tag_ub) < t.max_tag() ? Tag(o.tag_ub) : t.max_tag();
 }
 
+MpiPieces mpi_pieces(const Options &o) {
+  if (o.mpi_piece_bytes == Options::kAutoPieces) return mpi_transport_auto_pieces();
+  return {size_t(o.mpi_piece_bytes), false};
+}
+
 // Collective: every rank learns whether all ranks loaded valid settings, and
 // whether the settings that shape messages are equal everywhere (otherwise
 // ranks would cut messages differently and fail mid-call). Bounded by this
@@ -25,7 +30,11 @@ Tag largest_tag(const Transport &t, const Options &o) {
 Status load_agreed_options(MPI_Comm user_comm, Options *out) {
   const Status loaded = options_load(out);
   const int64_t timeout_ms = loaded == BAGUA_SUCCESS ? out->timeout_ms : Options{}.timeout_ms;
-  const auto fingerprint = static_cast<int64_t>(env_fingerprint() >> 2);
+  // What auto resolves to takes part, so ranks that would cut messages
+  // differently are caught here.
+  const MpiPieces pieces = mpi_pieces(*out);
+  const auto fingerprint =
+      static_cast<int64_t>((env_fingerprint() ^ pieces.bytes ^ (pieces.remote_only ? 1 : 0)) >> 2);
   const int64_t local[3] = {loaded != BAGUA_SUCCESS, fingerprint, -fingerprint};
   int64_t global[3];
   BAGUA_TRY(
@@ -52,10 +61,11 @@ Status require_thread_level(TransportKind kind, const char *feature) {
 
 }  // namespace
 
-Status create_transport(TransportKind kind, MPI_Comm dup, int64_t timeout_ms,
-                        bool shared_by_threads, std::unique_ptr<Transport> *out) {
-  BAGUA_TRY(kind == TransportKind::ucx ? ucx_transport_create(dup, timeout_ms, out)
-                                       : mpi_transport_create(dup, out));
+Status create_transport(const Options &options, MPI_Comm dup, bool shared_by_threads,
+                        std::unique_ptr<Transport> *out) {
+  BAGUA_TRY(options.transport == TransportKind::ucx
+                ? ucx_transport_create(dup, options.timeout_ms, out)
+                : mpi_transport_create(dup, mpi_pieces(options), options.timeout_ms, out));
   if (shared_by_threads) *out = std::make_unique<LockedTransport>(std::move(*out));
   return BAGUA_SUCCESS;
 }
@@ -139,8 +149,7 @@ Status Communicator::create(MPI_Comm user_comm, const Options &options, bool sha
   BAGUA_TRY(bounded_dup(user_comm, options.timeout_ms, &dup));
   std::unique_ptr<Transport> transport;
   TagLayout tags;
-  Status s =
-      create_transport(options.transport, dup, options.timeout_ms, shared_by_threads, &transport);
+  Status s = create_transport(options, dup, shared_by_threads, &transport);
   if (s == BAGUA_SUCCESS) s = TagLayout::make(largest_tag(*transport, options), &tags);
   if (s != BAGUA_SUCCESS) {
     transport.reset();

@@ -118,10 +118,11 @@ class Communicator {
   std::array<std::unique_ptr<CommExtension>, kExtensionKeys> extensions_;
 };
 
-// A transport over `dup` (a communicator the caller owns); one shared by
+// A transport over `dup` (a communicator the caller owns), of the kind and
+// settings `options` name (agreed: load_agreed_options); one shared by
 // threads serialises its calls.
-Status create_transport(TransportKind kind, MPI_Comm dup, int64_t timeout_ms,
-                        bool shared_by_threads, std::unique_ptr<Transport> *out);
+Status create_transport(const Options &options, MPI_Comm dup, bool shared_by_threads,
+                        std::unique_ptr<Transport> *out);
 
 // One call's exclusive use of a communicator: calls on one communicator must
 // come from one thread at a time, and a second thread is told so instead of

@@ -54,6 +54,20 @@ Status load_compressed(CompressedOptions *c) {
   return block_option("BAGUA_Q4_BLOCK", &c->q4_block);
 }
 
+// BAGUA_MPI_PIECE_BYTES: auto, 0, or 1024 .. 1 GiB.
+Status load_piece_bytes(int64_t *out) {
+  constexpr const char *kName = "BAGUA_MPI_PIECE_BYTES";
+  if (env_string(kName) == "auto") {
+    *out = Options::kAutoPieces;
+    return BAGUA_SUCCESS;
+  }
+  BAGUA_TRY(env_int(kName, 0, int64_t{1} << 30, out));
+  if (*out != 0 && *out < 1024)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s='%lld': use auto, 0 or 1024 .. 1073741824", kName,
+                static_cast<long long>(*out));
+  return BAGUA_SUCCESS;
+}
+
 }  // namespace
 
 Status options_load(Options *out) {
@@ -81,6 +95,7 @@ Status options_load(Options *out) {
   BAGUA_TRY(int_option("BAGUA_CHECK_CALLS", 0, 1, &check));
   o.check_calls = check != 0;
   BAGUA_TRY(int_option("BAGUA_MAX_IN_FLIGHT", 1, 1024, &o.max_in_flight));
+  BAGUA_TRY(load_piece_bytes(&o.mpi_piece_bytes));
   BAGUA_TRY(load_partial(&o.partial));
   BAGUA_TRY(load_compressed(&o.compressed));
   *out = o;

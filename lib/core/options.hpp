@@ -47,6 +47,11 @@ struct Options {
   int64_t tag_ub = 0;        // 0: the transport's largest tag
   bool check_calls = true;   // ranks agree on each call before data moves
   int max_in_flight = 1024;  // nonblocking calls per communicator (<= the tag slots)
+  // BAGUA_MPI_PIECE_BYTES: messages of at least this many bytes travel as
+  // pieces of it over the mpi transport (to every peer); 0: whole messages;
+  // kAutoPieces: decided by the transport (lib/transport/mpi_transport.hpp).
+  static constexpr int64_t kAutoPieces = -1;
+  int64_t mpi_piece_bytes = kAutoPieces;
 };
 
 Status options_load(Options *out);

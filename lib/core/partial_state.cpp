@@ -38,8 +38,7 @@ Status PartialState::create(Communicator &comm, std::unique_ptr<PartialState> *o
   // The controller thread and this rank's calls share the control transport.
   std::unique_ptr<Transport> control;
   const Status s =
-      create_transport(comm.options().transport, control_comm, comm.options().timeout_ms,
-                       /*shared_by_threads=*/true, &control);
+      create_transport(comm.options(), control_comm, /*shared_by_threads=*/true, &control);
   if (s != BAGUA_SUCCESS) {
     // A timed-out setup collective is still posted on control_comm (comm.cpp).
     if (s != BAGUA_ERR_TIMEOUT) MPI_Comm_free(&control_comm);

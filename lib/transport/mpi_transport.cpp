@@ -1,7 +1,15 @@
 #include "mpi_transport.hpp"
 
+#include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mpi_bounded.hpp"
 
 namespace bagua {
 namespace {
@@ -50,15 +58,33 @@ void release(Shape &shape) {
   if (shape.derived) MPI_Type_free(&shape.type);
 }
 
+// Pieces of a large message (MpiTransport::piece_bytes_ > 0): floor(bytes /
+// P) pieces of P bytes and a last one of bytes % P (possibly empty), all
+// with the message's tag, so MPI's ordering of equal tags keeps them in
+// place. Sender and receiver cut by the same rule, so a receive of another
+// size meets a piece of another size: MPI truncates it or the count differs,
+// and the receive fails with BAGUA_ERR_MISMATCH as a whole message would.
+struct Pieces {
+  std::vector<MPI_Request> handles;
+  size_t next = 0;  // the first piece not yet known to be complete
+};
+
 class MpiTransport final : public Transport {
  public:
-  MpiTransport(MPI_Comm comm, int rank, int size, Tag max_tag)
-      : Transport(rank, size, max_tag), comm_(comm) {}
+  // Messages to or from peer p of at least piece_bytes go as pieces when
+  // pieced_peers[p] (empty: every peer).
+  MpiTransport(MPI_Comm comm, int rank, int size, Tag max_tag, size_t piece_bytes,
+               std::vector<bool> pieced_peers)
+      : Transport(rank, size, max_tag),
+        comm_(comm),
+        piece_bytes_(piece_bytes),
+        pieced_peers_(std::move(pieced_peers)) {}
 
   const char *name() const override { return "mpi"; }
 
   Status isend(const void *buf, size_t bytes, int peer, Tag tag, Request *req) override {
     BAGUA_TRY(begin_request(buf, bytes, peer, tag, false, req));
+    if (in_pieces(*req)) return post_pieces(req);
     Shape shape = shape_of(bytes);
     const int rc = MPI_Isend(buf, shape.count, shape.type, peer, static_cast<int>(tag), comm_,
                              &mpi_handle(req));
@@ -68,6 +94,7 @@ class MpiTransport final : public Transport {
 
   Status irecv(void *buf, size_t bytes, int peer, Tag tag, Request *req) override {
     BAGUA_TRY(begin_request(buf, bytes, peer, tag, true, req));
+    if (in_pieces(*req)) return post_pieces(req);
     Shape shape = shape_of(bytes);
     const int rc = MPI_Irecv(buf, shape.count, shape.type, peer, static_cast<int>(tag), comm_,
                              &mpi_handle(req));
@@ -76,43 +103,122 @@ class MpiTransport final : public Transport {
   }
 
   Status test(Request *req, bool *done) override {
-    int flag = 0;
-    MPI_Status st;
-    const int rc = MPI_Test(&mpi_handle(req), &flag, &st);
-    if (rc != MPI_SUCCESS) {
-      req->active = false;
-      if (rc == MPI_ERR_TRUNCATE || st.MPI_ERROR == MPI_ERR_TRUNCATE)
-        return mismatch(*req, "a larger message");
-      return mpi_error(rc, "Test", *req);
-    }
-    *done = flag != 0;
-    if (!flag) return BAGUA_SUCCESS;
-    req->active = false;
-    if (req->is_recv) {
-      MPI_Count received = 0;
-      MPI_Get_elements_x(&st, MPI_BYTE, &received);
-      if (static_cast<size_t>(received) != req->bytes) return mismatch(*req, "another size");
-    }
-    return BAGUA_SUCCESS;
+    if (in_pieces(*req)) return test_pieces(req, done);
+    *done = false;
+    const Status s = test_one(*req, &mpi_handle(req), req->bytes, done);
+    if (s != BAGUA_SUCCESS || *done) req->active = false;
+    return s;
   }
 
   void abandon(Request *req) override {
     if (!req->active) return;
     req->active = false;
-    MPI_Request &h = mpi_handle(req);
-    if (req->is_recv) {
-      // A cancelled receive completes promptly; wait to release it.
-      MPI_Cancel(&h);
-      MPI_Wait(&h, MPI_STATUS_IGNORE);
-    } else {
-      // Sends cannot be reliably cancelled; MPI completes them on its own,
-      // reading their buffer whenever the peer comes (lib/base/send_memory.hpp).
-      note_abandoned_send(*req);
-      MPI_Request_free(&h);
+    if (!in_pieces(*req)) {
+      abandon_one(*req, &mpi_handle(req));
+      return;
     }
+    Pieces &p = pieces_of(*req);
+    for (; p.next < p.handles.size(); ++p.next) abandon_one(*req, &p.handles[p.next]);
+    release_pieces(*req);
   }
 
  private:
+  bool in_pieces(const Request &req) const {
+    return piece_bytes_ > 0 && req.bytes >= piece_bytes_ &&
+           (pieced_peers_.empty() || pieced_peers_[size_t(req.peer)]);
+  }
+  size_t piece_size(const Request &req, size_t i) const {
+    return i < req.bytes / piece_bytes_ ? piece_bytes_ : req.bytes % piece_bytes_;
+  }
+
+  // A pieced request's handle holds the index of its Pieces in pool_.
+  uint32_t &pieces_index(Request *req) { return *reinterpret_cast<uint32_t *>(req->handle); }
+  Pieces &pieces_of(Request &req) { return pool_[pieces_index(&req)]; }
+  void release_pieces(Request &req) { free_.push_back(pieces_index(&req)); }
+
+  Status post_pieces(Request *req) {
+    if (free_.empty()) {
+      free_.push_back(static_cast<uint32_t>(pool_.size()));
+      pool_.emplace_back();
+    }
+    pieces_index(req) = free_.back();
+    free_.pop_back();
+    Pieces &p = pieces_of(*req);
+    p.handles.assign(req->bytes / piece_bytes_ + 1, MPI_REQUEST_NULL);
+    p.next = 0;
+    auto *base = static_cast<unsigned char *>(const_cast<void *>(req->buffer));
+    for (size_t i = 0; i < p.handles.size(); ++i) {
+      const int count = static_cast<int>(piece_size(*req, i)), tag = static_cast<int>(req->tag);
+      unsigned char *at = base + i * piece_bytes_;
+      const int rc = req->is_recv
+                         ? MPI_Irecv(at, count, MPI_BYTE, req->peer, tag, comm_, &p.handles[i])
+                         : MPI_Isend(at, count, MPI_BYTE, req->peer, tag, comm_, &p.handles[i]);
+      if (rc != MPI_SUCCESS) {
+        // Give up the pieces already posted, as after any failed request.
+        p.handles.resize(i);
+        req->active = true;
+        abandon(req);
+        return mpi_error(rc, req->is_recv ? "Irecv" : "Isend", *req);
+      }
+    }
+    req->active = true;
+    return BAGUA_SUCCESS;
+  }
+
+  // Tests the pieces in order; done once the last one is. A failed piece
+  // fails the request and gives up the rest.
+  Status test_pieces(Request *req, bool *done) {
+    Pieces &p = pieces_of(*req);
+    *done = false;
+    for (; p.next < p.handles.size(); ++p.next) {
+      bool piece_done = false;
+      const Status s = test_one(*req, &p.handles[p.next], piece_size(*req, p.next), &piece_done);
+      if (s != BAGUA_SUCCESS) {
+        ++p.next;
+        abandon(req);
+        return s;
+      }
+      if (!piece_done) return BAGUA_SUCCESS;
+    }
+    req->active = false;
+    release_pieces(*req);
+    *done = true;
+    return BAGUA_SUCCESS;
+  }
+
+  // Tests one MPI request of `expected` bytes belonging to `req`.
+  static Status test_one(const Request &req, MPI_Request *h, size_t expected, bool *done) {
+    int flag = 0;
+    MPI_Status st;
+    const int rc = MPI_Test(h, &flag, &st);
+    if (rc != MPI_SUCCESS) {
+      if (rc == MPI_ERR_TRUNCATE || st.MPI_ERROR == MPI_ERR_TRUNCATE)
+        return mismatch(req, "a larger message");
+      return mpi_error(rc, "Test", req);
+    }
+    *done = flag != 0;
+    if (flag && req.is_recv) {
+      MPI_Count received = 0;
+      MPI_Get_elements_x(&st, MPI_BYTE, &received);
+      if (static_cast<size_t>(received) != expected) return mismatch(req, "another size");
+    }
+    return BAGUA_SUCCESS;
+  }
+
+  void abandon_one(const Request &req, MPI_Request *h) {
+    if (*h == MPI_REQUEST_NULL) return;
+    if (req.is_recv) {
+      // A cancelled receive completes promptly; wait to release it.
+      MPI_Cancel(h);
+      MPI_Wait(h, MPI_STATUS_IGNORE);
+    } else {
+      // Sends cannot be reliably cancelled; MPI completes them on its own,
+      // reading their buffer whenever the peer comes (lib/base/send_memory.hpp).
+      note_abandoned_send(req);
+      MPI_Request_free(h);
+    }
+  }
+
   static Status posted(int rc, const char *what, Request *req) {
     if (rc != MPI_SUCCESS) return mpi_error(rc, what, *req);
     req->active = true;
@@ -127,11 +233,111 @@ class MpiTransport final : public Transport {
   }
 
   MPI_Comm comm_;
+  const size_t piece_bytes_;
+  const std::vector<bool> pieced_peers_;
+  std::vector<Pieces> pool_;
+  std::vector<uint32_t> free_;
 };
+
+// Open MPI's MCA variables are MPI_T control variables (MPI_T must be
+// initialized). Reads `name` into *text (a string variable) or *value (an
+// integer one); false if the MPI library has no such variable.
+bool read_control_variable(const char *name, std::string *text, unsigned long long *value) {
+  int index = 0, count = 0;
+  MPI_T_cvar_handle handle;
+  if (MPI_T_cvar_get_index(name, &index) != MPI_SUCCESS ||
+      MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) != MPI_SUCCESS)
+    return false;
+  int name_len = 0, desc_len = 0, verbosity = 0, bind = 0, scope = 0, type_size = 0;
+  MPI_Datatype type;
+  MPI_T_enum enumtype;
+  MPI_T_cvar_get_info(index, nullptr, &name_len, &verbosity, &type, &enumtype, nullptr, &desc_len,
+                      &bind, &scope);
+  MPI_Type_size(type, &type_size);
+  bool found = false;
+  if (type == MPI_CHAR) {
+    std::vector<char> buffer(size_t(count) + 1, '\0');
+    found = MPI_T_cvar_read(handle, buffer.data()) == MPI_SUCCESS;
+    *text = buffer.data();
+  } else if (type_size == 4 || type_size == 8) {
+    uint32_t v32 = 0;
+    uint64_t v64 = 0;
+    found =
+        MPI_T_cvar_read(handle, type_size == 4 ? static_cast<void *>(&v32) : &v64) == MPI_SUCCESS;
+    *value = type_size == 4 ? v32 : v64;
+  }
+  MPI_T_cvar_handle_free(&handle);
+  return found;
+}
+
+// Whether an Open MPI component selection ("tcp,self", "^openib,ofi", or
+// empty for all) lets `component` be used.
+bool component_allowed(std::string_view selection, std::string_view component) {
+  if (selection.empty()) return true;
+  const bool excluding = selection.front() == '^';
+  if (excluding) selection.remove_prefix(1);
+  bool listed = false;
+  // Each comma-separated name of the list.
+  while (!selection.empty() && !listed) {
+    const size_t comma = std::min(selection.find(','), selection.size());
+    listed = selection.substr(0, comma) == component;
+    selection.remove_prefix(std::min(comma + 1, selection.size()));
+  }
+  return listed != excluding;
+}
+
+// The auto setting from Open MPI's variables, read in one MPI_T session.
+MpiPieces read_auto_pieces() {
+  // Headers ob1 and the TCP BTL count against the eager limit.
+  constexpr unsigned long long kHeaderBytes = 128;
+  int level = MPI_THREAD_SINGLE, provided = 0;
+  // Ask for the level MPI runs at: Open MPI's MPI_T_init_thread resets
+  // MPI_Query_thread's answer to the level it is given.
+  MPI_Query_thread(&level);
+  if (MPI_T_init_thread(level, &provided) != MPI_SUCCESS) return {};
+  std::string pml, btl, unused_text;
+  unsigned long long eager_limit = 0, unused = 0;
+  const bool tcp = read_control_variable("btl_tcp_eager_limit", &unused_text, &eager_limit);
+  read_control_variable("pml", &pml, &unused);
+  read_control_variable("btl", &btl, &unused);
+  MPI_T_finalize();
+  if (!tcp || eager_limit < 1024 + kHeaderBytes || !component_allowed(pml, "ob1") ||
+      !component_allowed(btl, "tcp"))
+    return {};
+  const bool shared_memory = component_allowed(btl, "vader") || component_allowed(btl, "sm");
+  return {static_cast<size_t>(eager_limit - kHeaderBytes), shared_memory};
+}
 
 }  // namespace
 
-Status mpi_transport_create(MPI_Comm comm, std::unique_ptr<Transport> *out) {
+MpiPieces mpi_transport_auto_pieces() {
+  // MCA variables are fixed once MPI is initialized.
+  static const MpiPieces pieces = read_auto_pieces();
+  return pieces;
+}
+
+namespace {
+
+// Collective: which peers run on another host (by MPI_Get_processor_name,
+// as Open MPI places its shared-memory BTL).
+Status peers_on_other_hosts(MPI_Comm comm, int64_t timeout_ms, std::vector<bool> *out) {
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_Get_processor_name(name, &length);
+  std::vector<char> all;
+  std::vector<int> offsets;
+  BAGUA_TRY(bounded_allgather_bytes(comm, std::span<const char>(name, size_t(length) + 1),
+                                    timeout_ms, "exchanging host names", &all, &offsets));
+  out->resize(offsets.size());
+  for (size_t p = 0; p < offsets.size(); ++p)
+    (*out)[p] = std::strcmp(&all[size_t(offsets[p])], name) != 0;
+  return BAGUA_SUCCESS;
+}
+
+}  // namespace
+
+Status mpi_transport_create(MPI_Comm comm, MpiPieces pieces, int64_t timeout_ms,
+                            std::unique_ptr<Transport> *out) {
   int rank = 0, size = 0, flag = 0;
   int *tag_ub = nullptr;
   MPI_Comm_rank(comm, &rank);
@@ -144,7 +350,11 @@ Status mpi_transport_create(MPI_Comm comm, std::unique_ptr<Transport> *out) {
                 "MPI_TAG_UB is %d, below the %d the MPI standard guarantees: this MPI library "
                 "is not conforming; use BAGUA_TRANSPORT=ucx or another MPI",
                 flag ? *tag_ub : -1, static_cast<int>(kMinTagUb));
-  *out = std::make_unique<MpiTransport>(comm, rank, size, static_cast<Tag>(*tag_ub));
+  std::vector<bool> pieced_peers;
+  if (pieces.bytes > 0 && pieces.remote_only)
+    BAGUA_TRY(peers_on_other_hosts(comm, timeout_ms, &pieced_peers));
+  *out = std::make_unique<MpiTransport>(comm, rank, size, static_cast<Tag>(*tag_ub), pieces.bytes,
+                                        std::move(pieced_peers));
   return BAGUA_SUCCESS;
 }
 

@@ -172,12 +172,17 @@ TEST_CASE("a bad environment value is a clear error", "[errors]") {
   MPI_Comm_free(&comm);
 }
 
-TEST_CASE("bad BAGUA_TAG_UB, BAGUA_CHECK_CALLS and BAGUA_MAX_IN_FLIGHT values are clear errors",
-          "[errors]") {
+TEST_CASE(
+    "bad BAGUA_TAG_UB, BAGUA_CHECK_CALLS, BAGUA_MAX_IN_FLIGHT and BAGUA_MPI_PIECE_BYTES values "
+    "are clear errors",
+    "[errors]") {
   for (auto [name, value] : {std::pair{"BAGUA_TAG_UB", "100"},
                              {"BAGUA_CHECK_CALLS", "2"},
                              {"BAGUA_MAX_IN_FLIGHT", "0"},
-                             {"BAGUA_MAX_IN_FLIGHT", "1025"}}) {
+                             {"BAGUA_MAX_IN_FLIGHT", "1025"},
+                             {"BAGUA_MPI_PIECE_BYTES", "1023"},
+                             {"BAGUA_MPI_PIECE_BYTES", "-1"},
+                             {"BAGUA_MPI_PIECE_BYTES", "big"}}) {
     setenv(name, value, 1);
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
@@ -224,6 +229,25 @@ TEST_CASE("mismatched counts fail on every rank, then the communicator is broken
   test::expect_error(rc, BAGUA_ERR_MISMATCH, "same call");
   test::expect_error(bagua_allreduce(MPI_IN_PLACE, data.data(), 16, MPI_FLOAT, MPI_SUM, comm.get()),
                      BAGUA_ERR_COMM_BROKEN, "earlier call failed");
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST_CASE("a count mismatch the call check skips is a MISMATCH of pieces on every rank",
+          "[errors]") {
+  const char *transport = std::getenv("BAGUA_TRANSPORT");
+  if (test::world_size() != 2 || (transport && std::string(transport) != "mpi")) return;
+  // Ring chunks of 8 KiB against 16 KiB, in 2 KiB pieces: a piece of another
+  // size arrives on both ranks (the 0-byte last piece of 8 KiB, and a 2 KiB
+  // one where the 0-byte piece was expected). Pieces below Open MPI's 4 KiB
+  // shared-memory eager limit, whose truncation writes nothing past the buffer.
+  test::ScopedComm comm({{"BAGUA_TIMEOUT_MS", "3000"},
+                         {"BAGUA_CHECK_CALLS", "0"},
+                         {"BAGUA_ALLREDUCE_ALGO", "ring"},
+                         {"BAGUA_MPI_PIECE_BYTES", "2048"}});
+  std::vector<float> data(8192, 1.0f);
+  const int count = test::world_rank() == 0 ? 4096 : 8192;
+  const int rc = bagua_allreduce(MPI_IN_PLACE, data.data(), count, MPI_FLOAT, MPI_SUM, comm.get());
+  test::expect_error(rc, BAGUA_ERR_MISMATCH, "same count and datatype");
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
