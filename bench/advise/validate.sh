@@ -2,9 +2,9 @@
 # Validates bagua-advise against the real collectives on emulated networks
 # (bench/netemu.sh, one rank per emulated host): for each rate, rank count
 # and size, runs bagua-advise --csv and bagua-bench-compressed, and prints
-# predicted and measured milliseconds per call for ring (exact), q8, fp16 and
-# sign, the ratio, and whether the recommended algorithm is within 10% of
-# the fastest measured one.
+# predicted and measured milliseconds per call for ring (exact), q8, q4,
+# fp16, bf16 and sign, the ratio, and whether the recommended algorithm is
+# within 10% of the fastest measured one; last, the two goals' counts.
 #
 # usage: bench/advise/validate.sh [-b BUILD] [-r "RATES"] [-n "RANKS"] [-s "MIB"]
 #   defaults (reduced, a few minutes): -r "1gbit" -n "4" -s "16"
@@ -42,7 +42,7 @@ for rate in $RATES; do
         --ranks-per-node 1 --csv >"$tmp/advise.csv" 2>"$tmp/advise.err" ||
         { cat "$tmp/advise.err" >&2; exit 1; }
       "$here/bench/netemu.sh" -n "$n" -r "$rate" -- "$bench" -s "$mib" -i 3 -w 1 \
-        -a bagua,q8,fp16,sign >"$tmp/bench.txt" 2>"$tmp/bench.err" ||
+        -a bagua,q8,q4,fp16,bf16,sign >"$tmp/bench.txt" 2>"$tmp/bench.err" ||
         { cat "$tmp/bench.err" >&2; exit 1; }
       # measured: algorithm -> ms (column 4 names it, column 5 is microseconds)
       awk '!/^#/ && NF >= 9 { name = ($4 == "bagua") ? "ring" : $4; print name, $5 / 1000 }' \
@@ -57,7 +57,12 @@ for rate in $RATES; do
           printf "%-7s %5d %6d %-6s %12.1f %12.1f %7.2f %s\n", rate, n, mib, $1, $2, measured[$1], ratio, note
         }
         $3 == "recommended" && !($1 in measured) { printf "%-7s %5d %6d %-6s recommended (not measured here)\n", rate, n, mib, $1 }
-      ' "$tmp/measured" "$tmp/predicted"
+      ' "$tmp/measured" "$tmp/predicted" | tee -a "$tmp/rows"
     done
   done
 done
+# The goals: within 25% where the measured time exceeds 10 ms; the
+# recommended algorithm within 10% of the fastest measured one.
+awk '$6 + 0 > 10 && NF >= 7 { rows++; if ($7 >= 0.75 && $7 <= 1.25) within++ }
+     /recommended/ { recs++; if (/within 10%/ && !/NOT/) hits++ }
+     END { printf "within 25%% where measured > 10 ms: %d of %d; recommended within 10%% of the fastest: %d of %d\n", within, rows, hits, recs }' "$tmp/rows"
