@@ -113,13 +113,19 @@ class MpiTransport final : public Transport {
   void abandon(Request *req) override {
     if (!req->active) return;
     req->active = false;
+    bool send_in_flight = false;
     if (!in_pieces(*req)) {
-      abandon_one(*req, &mpi_handle(req));
-      return;
+      send_in_flight = abandon_one(*req, &mpi_handle(req));
+    } else {
+      Pieces &p = pieces_of(*req);
+      for (; p.next < p.handles.size(); ++p.next)
+        send_in_flight = abandon_one(*req, &p.handles[p.next]) || send_in_flight;
+      release_pieces(*req);
     }
-    Pieces &p = pieces_of(*req);
-    for (; p.next < p.handles.size(); ++p.next) abandon_one(*req, &p.handles[p.next]);
-    release_pieces(*req);
+    // Sends cannot be reliably cancelled; MPI completes them on its own,
+    // reading the message's buffer whenever the peer comes
+    // (lib/base/send_memory.hpp).
+    if (send_in_flight) note_abandoned_send(*req);
   }
 
  private:
@@ -205,18 +211,17 @@ class MpiTransport final : public Transport {
     return BAGUA_SUCCESS;
   }
 
-  void abandon_one(const Request &req, MPI_Request *h) {
-    if (*h == MPI_REQUEST_NULL) return;
+  // Cancels a receive, or releases a send; true for a send still in flight.
+  static bool abandon_one(const Request &req, MPI_Request *h) {
+    if (*h == MPI_REQUEST_NULL) return false;
     if (req.is_recv) {
       // A cancelled receive completes promptly; wait to release it.
       MPI_Cancel(h);
       MPI_Wait(h, MPI_STATUS_IGNORE);
-    } else {
-      // Sends cannot be reliably cancelled; MPI completes them on its own,
-      // reading their buffer whenever the peer comes (lib/base/send_memory.hpp).
-      note_abandoned_send(req);
-      MPI_Request_free(h);
+      return false;
     }
+    MPI_Request_free(h);
+    return true;
   }
 
   static Status posted(int rc, const char *what, Request *req) {
