@@ -26,7 +26,7 @@ class SubgroupTransport final : public Transport {
   }
   Status test(Request *req, bool *done) override { return base_.test(req, done); }
   void abandon(Request *req) override { base_.abandon(req); }
-  bool has_abandoned_sends() const override { return base_.has_abandoned_sends(); }
+  bool late_messages_possible() const override { return base_.late_messages_possible(); }
 
  private:
   Transport &base_;

@@ -97,10 +97,11 @@ Communicator::Communicator(MPI_Comm dup, Options options, std::unique_ptr<Transp
 
 Communicator::~Communicator() {
   for (auto &extension : extensions_) extension.reset();
-  const bool late_bytes_possible = transport_->has_abandoned_sends();
+  const bool late_bytes_possible = transport_->late_messages_possible();
   transport_.reset();
-  // Late bytes of abandoned sends must not reach a communicator that reuses
-  // dup's context: keep it (a broken communicator's small leak).
+  // Late bytes (of abandoned sends, or peers' messages this rank gave up
+  // on) must not reach a communicator that reuses dup's context: keep it (a
+  // broken communicator's small leak).
   if (!late_bytes_possible) MPI_Comm_free(&dup_);
 }
 

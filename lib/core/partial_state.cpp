@@ -64,7 +64,7 @@ PartialState::~PartialState() {
   if (!left_) leave();
   if (controller_) controller_->finish(Deadline::after_ms(timeout_ms_));
   controller_.reset();
-  const bool late_bytes_possible = control_->has_abandoned_sends();
+  const bool late_bytes_possible = control_->late_messages_possible();
   control_.reset();
   // As for the communicator's duplicate (comm.cpp): late bytes must not reach
   // a communicator that reuses this one's context.

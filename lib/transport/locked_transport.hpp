@@ -37,9 +37,9 @@ class LockedTransport final : public Transport {
     std::lock_guard lock(mutex_);
     inner_->abandon(req);
   }
-  bool has_abandoned_sends() const override {
+  bool late_messages_possible() const override {
     std::lock_guard lock(mutex_);
-    return inner_->has_abandoned_sends();
+    return inner_->late_messages_possible();
   }
 
  private:

@@ -106,6 +106,7 @@ class MpiTransport final : public Transport {
     if (in_pieces(*req)) return test_pieces(req, done);
     *done = false;
     const Status s = test_one(*req, &mpi_handle(req), req->bytes, done);
+    if (s != BAGUA_SUCCESS) note_failed_request();
     if (s != BAGUA_SUCCESS || *done) req->active = false;
     return s;
   }
@@ -113,6 +114,7 @@ class MpiTransport final : public Transport {
   void abandon(Request *req) override {
     if (!req->active) return;
     req->active = false;
+    note_failed_request();
     bool send_in_flight = false;
     if (!in_pieces(*req)) {
       send_in_flight = abandon_one(*req, &mpi_handle(req));

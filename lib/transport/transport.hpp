@@ -76,18 +76,24 @@ class Transport {
   // outlive it: lib/base/send_memory.hpp).
   virtual void abandon(Request *req) = 0;
 
-  // True once a send was abandoned while in flight: the communicator under
-  // this transport must then never be freed, or MPI could reuse its context
-  // for a new one and deliver the late bytes there.
-  virtual bool has_abandoned_sends() const { return abandoned_sends_; }
+  // True once a request failed or was abandoned: a send of ours may still be
+  // in flight, or a peer's message may still arrive unmatched (the rest of a
+  // call this rank gave up, or the remaining pieces of a message of another
+  // size). The communicator under this transport must then never be freed,
+  // or MPI could reuse its context for a new one and deliver those late
+  // bytes there.
+  virtual bool late_messages_possible() const { return late_messages_; }
 
  protected:
-  // Checks the peer and tag of a request being posted and records them.
   // Records an abandoned send still in flight (lib/base/send_memory.hpp).
   void note_abandoned_send(const Request &req) {
     abandoned_send_add(req.buffer, req.bytes);
-    abandoned_sends_ = true;
+    late_messages_ = true;
   }
+  // Records a request that failed or was given up.
+  void note_failed_request() { late_messages_ = true; }
+
+  // Checks the peer and tag of a request being posted and records them.
 
   Status begin_request(const void *buffer, size_t bytes, int peer, Tag tag, bool is_recv,
                        Request *req) const {
@@ -105,7 +111,7 @@ class Transport {
   int rank_;
   int size_;
   Tag max_tag_;
-  bool abandoned_sends_ = false;
+  bool late_messages_ = false;
 };
 
 // Waits for one request, failing with BAGUA_ERR_TIMEOUT at the deadline.
