@@ -62,11 +62,15 @@ void release(Shape &shape) {
 // P) pieces of P bytes and a last one of bytes % P (possibly empty), all
 // with the message's tag, so MPI's ordering of equal tags keeps them in
 // place. Sender and receiver cut by the same rule, so a receive of another
-// size meets a piece of another size: MPI truncates it or the count differs,
-// and the receive fails with BAGUA_ERR_MISMATCH as a whole message would.
+// size meets a piece of another size, and its count differs: the receive
+// fails with BAGUA_ERR_MISMATCH as a whole message would. The last piece is
+// received into a bounce buffer of P bytes and copied, so no piece is ever
+// truncated (MPICH aborts on truncation inside MPI_Test; Open MPI's
+// shared-memory path writes past the buffer).
 struct Pieces {
   std::vector<MPI_Request> handles;
-  size_t next = 0;  // the first piece not yet known to be complete
+  size_t next = 0;                  // the first piece not yet known to be complete
+  std::vector<unsigned char> last;  // receives: the bounce buffer of the last piece
 };
 
 class MpiTransport final : public Transport {
@@ -154,10 +158,13 @@ class MpiTransport final : public Transport {
     Pieces &p = pieces_of(*req);
     p.handles.assign(req->bytes / piece_bytes_ + 1, MPI_REQUEST_NULL);
     p.next = 0;
+    if (req->is_recv) p.last.resize(piece_bytes_);
     auto *base = static_cast<unsigned char *>(const_cast<void *>(req->buffer));
     for (size_t i = 0; i < p.handles.size(); ++i) {
-      const int count = static_cast<int>(piece_size(*req, i)), tag = static_cast<int>(req->tag);
-      unsigned char *at = base + i * piece_bytes_;
+      const bool bounced = req->is_recv && i + 1 == p.handles.size();
+      const int count = static_cast<int>(bounced ? piece_bytes_ : piece_size(*req, i)),
+                tag = static_cast<int>(req->tag);
+      unsigned char *at = bounced ? p.last.data() : base + i * piece_bytes_;
       const int rc = req->is_recv
                          ? MPI_Irecv(at, count, MPI_BYTE, req->peer, tag, comm_, &p.handles[i])
                          : MPI_Isend(at, count, MPI_BYTE, req->peer, tag, comm_, &p.handles[i]);
@@ -187,6 +194,12 @@ class MpiTransport final : public Transport {
         return s;
       }
       if (!piece_done) return BAGUA_SUCCESS;
+    }
+    if (req->is_recv) {
+      const size_t full = req->bytes / piece_bytes_;
+      std::memcpy(
+          static_cast<unsigned char *>(const_cast<void *>(req->buffer)) + full * piece_bytes_,
+          p.last.data(), piece_size(*req, full));
     }
     req->active = false;
     release_pieces(*req);
