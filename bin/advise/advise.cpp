@@ -120,21 +120,37 @@ Status post_ring_step(Probe &probe, const char *out, char *in, size_t bytes, Tag
   return t.isend(out, bytes, (r + 1) % n, tag, &requests[1]);
 }
 
-// Best of three times of `body` (a Status-returning step) over the probe's
-// ranks at once, the slowest rank's, after one warm-up.
+// Best of three times of `body` (a Status-returning step) run by every
+// rank of `comm` at once, after one warm-up; each time is the slowest
+// rank's. With `host` (the ranks sharing this rank's memory, which read
+// the same monotonic clock) a rank's time is its host's span from the first
+// start to the last end, so ranks that share cores share the time; with
+// MPI_COMM_NULL it is the rank's own.
 template <class Body>
-Status timed_exchange(Probe &probe, Body body, double *out) {
+Status best_of_three(MPI_Comm comm, MPI_Comm host, Body body, double *out) {
+  const auto seconds = [] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
   double best = 1e30;
   for (int i = 0; i < 4; ++i) {
-    MPI_Barrier(probe.comm());
-    const double begin = now();
+    MPI_Barrier(comm);
+    double span[2] = {-seconds(), 0};  // -start, end: both maxima give the span
     BAGUA_TRY(body());
-    double t = now() - begin;
-    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, probe.comm());
+    span[1] = seconds();
+    if (host != MPI_COMM_NULL) MPI_Allreduce(MPI_IN_PLACE, span, 2, MPI_DOUBLE, MPI_MAX, host);
+    double t = span[0] + span[1];
+    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
     if (i > 0) best = std::min(best, t);
   }
   *out = best;
   return BAGUA_SUCCESS;
+}
+
+// A transfer's time over the probe's ranks (best_of_three, per rank).
+template <class Body>
+Status timed_exchange(Probe &probe, Body body, double *out) {
+  return best_of_three(probe.comm(), MPI_COMM_NULL, body, out);
 }
 
 // Every rank sends `bytes` right while receiving from the left.
@@ -184,29 +200,18 @@ struct CodecUnderTest {
   }
 };
 
-// Where the ranks of one host share its cores, every rank's step takes as
-// long as the host needs for all of them. Ranks on one host read the same
-// monotonic clock, so per host the span is from the first start to the last
-// end; the result is the largest span over hosts, best of three, after one
-// warm-up. `host` holds the ranks sharing this rank's memory.
+// A computation's time on every rank at once, per host (best_of_three).
 template <class Body>
 double timed_on_all(MPI_Comm comm, MPI_Comm host, Body body) {
-  const auto seconds = [] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  };
-  double best = 1e30;
-  for (int i = 0; i < 4; ++i) {
-    MPI_Barrier(comm);
-    double span[2] = {-seconds(), 0};  // -start, end: both maxima give the span
-    body();
-    span[1] = seconds();
-    MPI_Allreduce(MPI_IN_PLACE, span, 2, MPI_DOUBLE, MPI_MAX, host);
-    double t = span[0] + span[1];
-    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
-    if (i > 0) best = std::min(best, t);
-  }
-  return best;
+  double t = 0;
+  best_of_three(
+      comm, host,
+      [&] {
+        body();
+        return BAGUA_SUCCESS;
+      },
+      &t);
+  return t;
 }
 
 std::vector<float> gradient_like(size_t count) {
