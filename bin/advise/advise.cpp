@@ -17,8 +17,11 @@
 namespace bagua::advise {
 namespace {
 
-constexpr size_t kProbeBytes = size_t(4) << 20;   // large messages
-constexpr size_t kCodecBytes = size_t(16) << 20;  // codec buffers: larger than caches
+constexpr size_t kProbeBytes = size_t(4) << 20;  // large messages
+// Codec and sum buffers: the model's size within these bounds, so that the
+// passes hit or miss the caches as the collective's will (64 MiB on every
+// rank misses them on any machine this runs on, as larger models do).
+constexpr size_t kMinCodecBytes = size_t(1) << 20, kMaxCodecBytes = size_t(64) << 20;
 constexpr int kLatencyRounds = 20;
 
 double now() { return MPI_Wtime(); }
@@ -120,37 +123,56 @@ Status post_ring_step(Probe &probe, const char *out, char *in, size_t bytes, Tag
   return t.isend(out, bytes, (r + 1) % n, tag, &requests[1]);
 }
 
-// Best of three times of `body` (a Status-returning step) run by every
-// rank of `comm` at once, after one warm-up; each time is the slowest
-// rank's. With `host` (the ranks sharing this rank's memory, which read
-// the same monotonic clock) a rank's time is its host's span from the first
-// start to the last end, so ranks that share cores share the time; with
+// Probes repeat until they have run this long (at least kMinRounds timed
+// rounds, at most kMaxRounds): on fast links, where a round lasts
+// milliseconds, more rounds find the undisturbed one.
+constexpr double kProbeSeconds = 0.2;
+constexpr int kMinRounds = 3;
+constexpr int kMaxRounds = 64;
+
+// The best time of `body` (a Status-returning step) run by every rank of
+// `comm` at once: after one warm-up round, which sets the number of rounds
+// (the same on every rank), a barrier before each round, each round's time
+// the slowest rank's. The best round stands for the sustained rate a long
+// collective reaches: rounds of a few MiB on a shaped TCP link vary from 60%
+// to 95% of its rate with TCP's window, which a long transfer amortizes.
+// With `host` (the ranks sharing this rank's memory, which read the same
+// monotonic clock) a rank's time is its host's span from the first start to
+// the last end, so ranks that share cores share the time; with
 // MPI_COMM_NULL it is the rank's own.
 template <class Body>
-Status best_of_three(MPI_Comm comm, MPI_Comm host, Body body, double *out) {
+Status best_time(MPI_Comm comm, MPI_Comm host, Body body, double *out) {
   const auto seconds = [] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
   };
-  double best = 1e30;
-  for (int i = 0; i < 4; ++i) {
+  const auto round = [&](double *t) {
     MPI_Barrier(comm);
     double span[2] = {-seconds(), 0};  // -start, end: both maxima give the span
     BAGUA_TRY(body());
     span[1] = seconds();
     if (host != MPI_COMM_NULL) MPI_Allreduce(MPI_IN_PLACE, span, 2, MPI_DOUBLE, MPI_MAX, host);
-    double t = span[0] + span[1];
-    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
-    if (i > 0) best = std::min(best, t);
+    *t = span[0] + span[1];
+    MPI_Allreduce(MPI_IN_PLACE, t, 1, MPI_DOUBLE, MPI_MAX, comm);
+    return BAGUA_SUCCESS;
+  };
+  double warm = 0, best = 1e30;
+  BAGUA_TRY(round(&warm));
+  const int rounds =
+      std::clamp(int(std::ceil(kProbeSeconds / std::max(warm, 1e-6))), kMinRounds, kMaxRounds);
+  for (int i = 0; i < rounds; ++i) {
+    double t = 0;
+    BAGUA_TRY(round(&t));
+    best = std::min(best, t);
   }
   *out = best;
   return BAGUA_SUCCESS;
 }
 
-// A transfer's time over the probe's ranks (best_of_three, per rank).
+// A transfer's time over the probe's ranks (best_time, per rank).
 template <class Body>
 Status timed_exchange(Probe &probe, Body body, double *out) {
-  return best_of_three(probe.comm(), MPI_COMM_NULL, body, out);
+  return best_time(probe.comm(), MPI_COMM_NULL, body, out);
 }
 
 // Every rank sends `bytes` right while receiving from the left.
@@ -200,11 +222,11 @@ struct CodecUnderTest {
   }
 };
 
-// A computation's time on every rank at once, per host (best_of_three).
+// A computation's time on every rank at once, per host (best_time).
 template <class Body>
 double timed_on_all(MPI_Comm comm, MPI_Comm host, Body body) {
   double t = 0;
-  best_of_three(
+  best_time(
       comm, host,
       [&] {
         body();
@@ -220,32 +242,57 @@ std::vector<float> gradient_like(size_t count) {
   return v;
 }
 
-void measure_codecs(MPI_Comm comm, MPI_Comm host, const Options &options, Measurement *m) {
-  const size_t count = kCodecBytes / 4;
+// The codec passes as ByteGrad makes them, segment by segment (the
+// collective's BAGUA_SEGMENT_BYTES): encode into per-segment messages,
+// decode-accumulate each into one segment's accumulator (which stays in
+// cache), decode each into a float32 buffer of the whole size.
+void measure_codecs(MPI_Comm comm, MPI_Comm host, const Options &options, size_t model_bytes,
+                    Measurement *m) {
+  const size_t bytes = std::clamp(model_bytes / 4 * 4, kMinCodecBytes, kMaxCodecBytes);
+  const size_t count = bytes / 4;
+  const size_t segment = std::min(count, std::max<size_t>(options.segment_bytes / 4, 1));
   const std::vector<float> src = gradient_like(count);
-  std::vector<float> acc(count), sum(count);
+  std::vector<float> acc(segment), dst(count);
   const double sum_s = timed_on_all(comm, host, [&] {
-    reduce_combine(sum.data(), sum.data(), src.data(), count, DType::f32, ReduceOp::sum);
+    reduce_combine(dst.data(), dst.data(), src.data(), count, DType::f32, ReduceOp::sum);
   });
-  m->params.reduce_bytes_per_s = double(kCodecBytes) / sum_s;
+  m->params.reduce_bytes_per_s = double(bytes) / sum_s;
   std::set<Wire> wires;
   for (const AlgorithmRow &row : algorithm_rows())
     if (row.wire != Wire::exact) wires.insert(row.wire);
   for (Wire w : wires) {
     CodecUnderTest c(w, count, 2, options);
-    std::vector<unsigned char> encoded(c.codec->encoded_bytes(count));
+    const size_t slot = c.codec->encoded_bytes(segment);
+    std::vector<unsigned char> encoded(slot * ((count + segment - 1) / segment));
+    // Each pass visits the segments in order; the last may be shorter.
+    const auto each_segment = [&](auto pass) {
+      for (size_t begin = 0, k = 0; begin < count; begin += segment, ++k)
+        pass(begin, std::min(segment, count - begin), encoded.data() + k * slot);
+    };
     const double enc = timed_on_all(comm, host, [&] {
-      c.codec->encode(ChunkCodec::Stage::contribution, 0, src.data(), DType::f32, count,
-                      encoded.data());
+      each_segment([&](size_t begin, size_t n, unsigned char *out) {
+        c.codec->encode(ChunkCodec::Stage::contribution, begin, src.data() + begin, DType::f32, n,
+                        out);
+      });
     });
-    const double dec = timed_on_all(comm, host, [&] {
-      c.codec->decode_accumulate(encoded.data(), encoded.size(), count, acc.data());
+    const double accumulate = timed_on_all(comm, host, [&] {
+      each_segment([&](size_t, size_t n, unsigned char *in) {
+        c.codec->decode_accumulate(in, c.codec->encoded_bytes(n), n, acc.data());
+      });
     });
-    m->params.codec[size_t(w)] = {double(kCodecBytes) / enc, double(kCodecBytes) / dec};
+    const double decode = timed_on_all(comm, host, [&] {
+      each_segment([&](size_t begin, size_t n, unsigned char *in) {
+        c.codec->decode(in, c.codec->encoded_bytes(n), n, dst.data() + begin, DType::f32);
+      });
+    });
+    m->params.codec[size_t(w)] = {double(bytes) / enc, double(bytes) / accumulate,
+                                  double(bytes) / decode};
   }
-  m->notes.push_back("codec and sum rates: " + std::to_string(kCodecBytes >> 20) +
-                     " MiB of float32 on every rank at once, per rank: from the first start to "
-                     "the last end on a host, so ranks sharing cores share the rate (best of 3; "
+  m->notes.push_back("codec and sum rates: " + std::to_string(bytes) +
+                     " bytes of float32 (the model's size, 1 MiB .. 64 MiB) in "
+                     "BAGUA_SEGMENT_BYTES segments on every rank at once, "
+                     "per rank: from the first start to the last end on a host, so ranks "
+                     "sharing cores share the rate (best of rounds filling 0.2 s, at least 3; "
                      "CPU; GPU codecs not measured)");
 }
 
@@ -285,9 +332,12 @@ Status measure_link(MPI_Comm comm, int peer, MPI_Comm ring, const Options &optio
   return BAGUA_SUCCESS;
 }
 
-// Overlap: a ring exchange with the q8 encode of the same buffer run in
+// Overlap: a ring exchange with q8 encodes of the same buffer run in
 // segments between tests of its requests (as ByteGrad interleaves them),
-// against both alone.
+// against both alone. The encode passes are repeated until they take about
+// as long as the transfer, so the probe sees whether the two compete for
+// the cores (a CPU-bound network path hides nothing) and not only whether
+// a short encode fits beside a long transfer.
 Status measure_overlap(Probe &probe, const Options &options, double *out) {
   const size_t count = kProbeBytes / 4, segment = options.segment_bytes / 4;
   const std::vector<float> src = gradient_like(count);
@@ -295,30 +345,35 @@ Status measure_overlap(Probe &probe, const Options &options, double *out) {
   std::vector<unsigned char> encoded(c.codec->encoded_bytes(count));
   std::vector<char> send(kProbeBytes), recv(kProbeBytes);
   Transport &t = probe.transport();
-  const auto encode = [&](Request *requests) {
-    for (size_t begin = 0; begin < count; begin += segment) {
-      const size_t n = std::min(segment, count - begin);
-      c.codec->encode(ChunkCodec::Stage::contribution, begin, src.data() + begin, DType::f32, n,
-                      encoded.data());
-      bool done = false;
-      for (int i = 0; requests != nullptr && i < 2; ++i)
-        if (requests[i].active) BAGUA_TRY(t.test(&requests[i], &done));
-    }
+  const auto encode = [&](int passes, Request *requests) {
+    for (int pass = 0; pass < passes; ++pass)
+      for (size_t begin = 0; begin < count; begin += segment) {
+        const size_t n = std::min(segment, count - begin);
+        c.codec->encode(ChunkCodec::Stage::contribution, begin, src.data() + begin, DType::f32, n,
+                        encoded.data());
+        bool done = false;
+        for (int i = 0; requests != nullptr && i < 2; ++i)
+          if (requests[i].active) BAGUA_TRY(t.test(&requests[i], &done));
+      }
     return BAGUA_SUCCESS;
   };
-  const auto transfer = [&](bool with_encode) {
+  const auto transfer = [&](int passes) {
     Request requests[2];
     BAGUA_TRY(post_ring_step(probe, send.data(), recv.data(), kProbeBytes, 3, requests));
-    if (with_encode) BAGUA_TRY(encode(requests));
+    BAGUA_TRY(encode(passes, requests));
     return wait_all(t, requests, probe.deadline());
   };
-  double t_encode = 0, t_transfer = 0, t_both = 0;
+  double t_pass = 0, t_transfer = 0, t_encode = 0, t_both = 0;
   BAGUA_TRY(timed_exchange(
-      probe, [&] { return encode(nullptr); }, &t_encode));
+      probe, [&] { return encode(1, nullptr); }, &t_pass));
   BAGUA_TRY(timed_exchange(
-      probe, [&] { return transfer(false); }, &t_transfer));
+      probe, [&] { return transfer(0); }, &t_transfer));
+  // Times are the slowest rank's, so every rank picks the same count.
+  const int passes = std::clamp(int(std::lround(t_transfer / std::max(t_pass, 1e-9))), 1, 256);
   BAGUA_TRY(timed_exchange(
-      probe, [&] { return transfer(true); }, &t_both));
+      probe, [&] { return encode(passes, nullptr); }, &t_encode));
+  BAGUA_TRY(timed_exchange(
+      probe, [&] { return transfer(passes); }, &t_both));
   const double hidden = (t_encode + t_transfer - t_both) / std::min(t_encode, t_transfer);
   *out = std::clamp(hidden, 0.0, 1.0);
   return BAGUA_SUCCESS;
@@ -413,16 +468,17 @@ Status measure(MPI_Comm comm, const Args &args, Measurement *out) {
   }
   MPI_Comm host = MPI_COMM_NULL;
   MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host);
-  measure_codecs(comm, host, options, &m);
+  measure_codecs(comm, host, options, args.model_bytes, &m);
   MPI_Comm_free(&host);
   m.notes.push_back("latency: median one-way time of " + std::to_string(kLatencyRounds) +
                     " ping-pongs of 8 bytes from rank 0; bandwidth: 4 MiB sent right and "
-                    "received from the left by every rank of the ring at once (best of 3)");
+                    "received from the left by every rank of the ring at once (best of "
+                    "rounds filling 0.2 s, at least 3)");
   m.notes.push_back(
-      "all-to-all efficiency: 4 MiB per rank sent to all others at once, against "
-      "the link rate; overlap: q8 encode between tests of a ring exchange's requests, "
-      "against both alone; messages through bagua's transport (BAGUA_TRANSPORT, "
-      "BAGUA_MPI_PIECE_BYTES)");
+      "all-to-all efficiency: 4 MiB per rank sent to all others at once, against the link "
+      "rate; overlap: q8 encodes lasting about as long as a ring exchange, between tests of "
+      "its requests, against both alone; messages through bagua's transport "
+      "(BAGUA_TRANSPORT, BAGUA_MPI_PIECE_BYTES)");
   if (args.ranks_per_node == 0)
     m.notes.push_back("nodes: ranks sharing memory (MPI_COMM_TYPE_SHARED)");
   if (leaders != MPI_COMM_NULL) MPI_Comm_free(&leaders);
@@ -475,8 +531,10 @@ void print_params(FILE *out, const CostParams &p) {
                p.alltoall_efficiency, p.overlap, p.reduce_bytes_per_s / 1e6);
   for (const AlgorithmRow &row : algorithm_rows())
     if (row.algorithm == Algorithm::bytegrad)
-      std::fprintf(out, "codec %-5s encode %.0f MB/s, decode+accumulate %.0f MB/s\n", row.name,
-                   p.codec[size_t(row.wire)].encode_bytes_per_s / 1e6,
+      std::fprintf(out,
+                   "codec %-5s encode %.0f MB/s, decode+accumulate %.0f MB/s, decode %.0f MB/s\n",
+                   row.name, p.codec[size_t(row.wire)].encode_bytes_per_s / 1e6,
+                   p.codec[size_t(row.wire)].accumulate_bytes_per_s / 1e6,
                    p.codec[size_t(row.wire)].decode_bytes_per_s / 1e6);
 }
 

@@ -34,10 +34,10 @@ constexpr EnvVar kVars[] = {
     {"BAGUA_MPI_PIECE_BYTES", "auto",
      "mpi transport: a message of at least this many bytes travels as MPI messages of this "
      "size (1024 .. 1 GiB), to every peer; 0 = whole messages; auto = Open MPI's TCP eager limit "
-     "less 128 "
-     "bytes for the peers Open MPI may reach over ob1 and TCP (all when its shared-memory BTL "
-     "is not selected, else those on other hosts), so two ranks sending to each other keep "
-     "the full link (doc/transports.md, \"Message pieces\"); else 0."},
+     "less 128 bytes of headers, rounded down to 4 KiB (61440 by default), for the peers Open MPI "
+     "may reach over ob1 and TCP (all when its shared-memory BTL is not selected, else those "
+     "on other hosts), so two ranks sending to each other keep the full link (doc/transports.md, "
+     "\"Message pieces\"); else 0."},
     {"BAGUA_TAG_UB", "0",
      "Largest message tag bagua uses: 0 = the transport's limit (MPI_TAG_UB for mpi); "
      ">= 32767 caps it (e.g. 32767, the MPI standard's minimum, to test the smallest tag "

@@ -107,24 +107,30 @@ double alltoall_seconds(const CostParams &p, int n, int k, double message) {
   return (n - 1) * p.inter.latency_s + std::max(network, memory);
 }
 
-// ByteGrad among n ranks (k per node): encode every chunk, all-to-all of
-// encoded chunks, decode-accumulate n-1 of them, encode the reduced chunk,
-// all-to-all (allgather) of reduced chunks, decode all n.
+// ByteGrad among n ranks (k per node), as allreduce_compressed.cpp runs it:
+// encode the n-1 other chunks and the reduced own one (B in all), all-to-all
+// of encoded chunks, load the own chunk's exact values into the accumulator
+// (B/n) and decode-accumulate the n-1 received ((n-1)/n B), all-to-all
+// (allgather) of reduced chunks, decode all n into the result (B).
 Estimate bytegrad_among(const CostParams &p, Wire wire, size_t count, int n, int k) {
   const double bytes = 4.0 * double(count);
   const double message = double(wire_message_bytes(wire, (count + n - 1) / n, p.codec_block));
   const CodecRate rate = p.codec[size_t(wire)];
-  const double encoded = bytes, decoded = bytes * (2.0 * n - 1) / n;
+  const double accumulated = bytes * (n - 1) / n, loaded = bytes / n;
   const double transfer = 2 * alltoall_seconds(p, n, k, message);
-  const double compute = encoded / rate.encode_bytes_per_s + decoded / rate.decode_bytes_per_s;
+  const double compute = bytes / rate.encode_bytes_per_s +
+                         accumulated / rate.accumulate_bytes_per_s + loaded / p.reduce_bytes_per_s +
+                         bytes / rate.decode_bytes_per_s;
   const LinkCost &link = n > k ? p.inter : p.intra;
   return combine(
       p, transfer, compute,
       format("2 all-to-alls of (n-1)=%.0f messages of %.3f MiB at %.0f MB/s x efficiency %.2f",
              n - 1, message / kMiB, link.bytes_per_s / 1e6, p.alltoall_efficiency) +
           format(" (+%.0f x %.1fus)", 2.0 * (n - 1), link.latency_s * 1e6) + " + " +
-          pass_term("encode", encoded, rate.encode_bytes_per_s) + " + " +
-          pass_term("decode", decoded, rate.decode_bytes_per_s));
+          pass_term("encode", bytes, rate.encode_bytes_per_s) + " + " +
+          pass_term("load", loaded, p.reduce_bytes_per_s) + " + " +
+          pass_term("accumulate", accumulated, rate.accumulate_bytes_per_s) + " + " +
+          pass_term("decode", bytes, rate.decode_bytes_per_s));
 }
 
 // Hierarchical: the node's k-1 members send the buffer to their leader
@@ -161,7 +167,9 @@ Estimate peer_exchange(const CostParams &p, int peers, double message, double pa
 }
 
 // Low-precision ring: encode the model difference, send it to both
-// neighbours, decode three (both neighbours' and the own).
+// neighbours, decode-accumulate three (both neighbours' and the own) into
+// whole-buffer replicas, which miss the cache as a decode into a whole
+// buffer does: they are charged at the decode rate.
 Estimate lowprec_ring(const CostParams &p, size_t count) {
   const double bytes = 4.0 * double(count);
   const double message = double(wire_message_bytes(Wire::q8, count, p.codec_block));
@@ -184,7 +192,7 @@ Estimate decentralized_all(const CostParams &p, size_t count) {
 // The defaults without the ring threshold, which is derived from them.
 CostParams base_params() {
   CostParams p;
-  for (CodecRate &r : p.codec) r = {1e9, 1e9};
+  for (CodecRate &r : p.codec) r = {1e9, 1e9, 1e9};
   return p;
 }
 

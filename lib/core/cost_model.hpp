@@ -24,10 +24,11 @@ struct LinkCost {
   }
 };
 
-// A codec's passes, in bytes of float32 input per second.
+// A codec's passes, in bytes of float32 (input or output) per second.
 struct CodecRate {
   double encode_bytes_per_s;
-  double decode_bytes_per_s;
+  double accumulate_bytes_per_s;  // decode_accumulate into one segment's accumulator
+  double decode_bytes_per_s;      // decode into a float32 buffer
 };
 
 // What a prediction needs; bagua-advise measures it, default_cost_params

@@ -308,8 +308,6 @@ bool component_allowed(std::string_view selection, std::string_view component) {
 
 // The auto setting from Open MPI's variables, read in one MPI_T session.
 MpiPieces read_auto_pieces() {
-  // Headers ob1 and the TCP BTL count against the eager limit.
-  constexpr unsigned long long kHeaderBytes = 128;
   int level = MPI_THREAD_SINGLE, provided = 0;
   // Ask for the level MPI runs at: Open MPI's MPI_T_init_thread resets
   // MPI_Query_thread's answer to the level it is given.
@@ -321,14 +319,24 @@ MpiPieces read_auto_pieces() {
   read_control_variable("pml", &pml, &unused);
   read_control_variable("btl", &btl, &unused);
   MPI_T_finalize();
-  if (!tcp || eager_limit < 1024 + kHeaderBytes || !component_allowed(pml, "ob1") ||
-      !component_allowed(btl, "tcp"))
+  const size_t piece = mpi_transport_piece_bytes_for(eager_limit);
+  if (!tcp || piece == 0 || !component_allowed(pml, "ob1") || !component_allowed(btl, "tcp"))
     return {};
   const bool shared_memory = component_allowed(btl, "vader") || component_allowed(btl, "sm");
-  return {static_cast<size_t>(eager_limit - kHeaderBytes), shared_memory};
+  return {piece, shared_memory};
 }
 
 }  // namespace
+
+size_t mpi_transport_piece_bytes_for(unsigned long long eager_limit) {
+  // Headers ob1 and the TCP BTL count against the eager limit. A piece is
+  // the rest rounded down to 4 KiB: messages whose wire size ends within
+  // about 400 bytes below 64 KiB took 3x as long as 65000-byte ones over
+  // TCP on emulated links (doc/benchmarks.md, "Piece size").
+  constexpr unsigned long long kHeaderBytes = 128, kPieceAlign = 4096;
+  if (eager_limit < kPieceAlign + kHeaderBytes) return 0;
+  return static_cast<size_t>((eager_limit - kHeaderBytes) / kPieceAlign * kPieceAlign);
+}
 
 MpiPieces mpi_transport_auto_pieces() {
   // MCA variables are fixed once MPI is initialized.

@@ -33,4 +33,9 @@ Status mpi_transport_create(MPI_Comm comm, MpiPieces pieces, int64_t timeout_ms,
 // and TCP (another MPI, or pml ucx): no pieces. Not collective.
 MpiPieces mpi_transport_auto_pieces();
 
+// The auto piece size for Open MPI's TCP eager limit: the limit less 128
+// bytes of ob1 and TCP BTL headers, rounded down to 4 KiB (61440 for the
+// default 65536); 0 (no pieces) below 4 KiB + 128.
+size_t mpi_transport_piece_bytes_for(unsigned long long eager_limit);
+
 }  // namespace bagua

@@ -66,6 +66,13 @@ TEST_CASE("advise: bytes per rank are the library's; the recommendation is a lis
   CHECK(m.params.ranks_per_node == 1);
   CHECK(m.params.inter.latency_s > 0);
   CHECK(m.params.inter.bytes_per_s > 0);
+  // Every codec the rows use has its three pass rates measured.
+  for (const AlgorithmRow &row : algorithm_rows()) {
+    if (row.wire == Wire::exact) continue;
+    const CodecRate &rate = m.params.codec[size_t(row.wire)];
+    for (double r : {rate.encode_bytes_per_s, rate.accumulate_bytes_per_s, rate.decode_bytes_per_s})
+      CHECK((std::isfinite(r) && r > 0));
+  }
   const advise::Advice a = advise::advise(m.params, args.model_bytes);
   const size_t count = args.model_bytes / 4;
   REQUIRE(a.recommended < a.rows.size());

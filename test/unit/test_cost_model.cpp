@@ -23,7 +23,7 @@ CostParams synthetic(int ranks = 4, int per_node = 1) {
   p.intra = {1e-5, 1e8};
   p.inter = {1e-3, 1e6};
   p.reduce_bytes_per_s = 1e9;
-  for (CodecRate &r : p.codec) r = {1e8, 1e8};
+  for (CodecRate &r : p.codec) r = {1e8, 1e8, 1e8};
   return p;
 }
 
@@ -56,11 +56,17 @@ TEST_CASE("recursive doubling: log2 n whole-buffer rounds, +2 steps to fold", "[
   CHECK(e.compute_s == Approx(3 * kBytes / 1e9));
 }
 
-TEST_CASE("ByteGrad: two all-to-alls of encoded chunks, encode B, decode (2n-1)/n B", "[cost]") {
+TEST_CASE("ByteGrad: 2 all-to-alls; encode B, load B/n, accumulate (n-1)/n B, decode B", "[cost]") {
   const Estimate e = predict(synthetic(), row("q8"), kCount);
   const double message = q8_message(kCount / 4);
   CHECK(e.transfer_s == Approx(2 * (3 * 1e-3 + 3 * message / 1e6)));
-  CHECK(e.compute_s == Approx(kBytes / 1e8 + kBytes * 7 / 4 / 1e8));
+  CHECK(e.compute_s ==
+        Approx(kBytes / 1e8 + kBytes / 4 / 1e9 + kBytes * 3 / 4 / 1e8 + kBytes / 1e8));
+  // Each pass at its own rate.
+  CostParams p = synthetic();
+  p.codec[size_t(Wire::q8)] = {1e8, 2e8, 4e8};
+  CHECK(predict(p, row("q8"), kCount).compute_s ==
+        Approx(kBytes / 1e8 + kBytes / 4 / 1e9 + kBytes * 3 / 4 / 2e8 + kBytes / 4e8));
   // fp16 messages: half the float32 chunk and the cast header.
   const Estimate half = predict(synthetic(), row("fp16"), kCount);
   const double cast = double(codec::cast_encoded_bytes(kCount / 4));
@@ -86,7 +92,8 @@ TEST_CASE("hierarchical: node reduce and broadcast, ByteGrad among the leaders",
   const Estimate e = predict(synthetic(8, 4), row("q8_hierarchical"), kCount);
   const double node = 2 * (1e-5 + 3 * kBytes / 1e8) + 3 * kBytes / 1e9;
   const double message = q8_message(kCount / 2);
-  const double leaders = 2 * (1e-3 + message / 1e6) + kBytes / 1e8 + kBytes * 3 / 2 / 1e8;
+  const double leaders = 2 * (1e-3 + message / 1e6) + kBytes / 1e8 + kBytes / 2 / 1e9 +
+                         kBytes / 2 / 1e8 + kBytes / 1e8;
   CHECK(e.seconds == Approx(node + leaders));
 }
 

@@ -1,5 +1,5 @@
-// The selection policy, the support matrix and the tag layout: decisions as
-// data, checked without MPI.
+// The selection policy, the support matrix, the tag layout and the auto
+// piece size: decisions as data, checked without MPI.
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <set>
@@ -9,6 +9,7 @@
 #include "core/select.hpp"
 #include "core/support.hpp"
 #include "core/tags.hpp"
+#include "transport/mpi_transport.hpp"
 
 using namespace bagua;
 
@@ -135,4 +136,12 @@ TEST_CASE("tag layout: 15 bits give 1024 slots of 32 steps; wider tags widen ste
   CHECK(layout.slots() == uint32_t(1) << 19);
   REQUIRE(TagLayout::make(0xffffffff, &layout) == BAGUA_SUCCESS);  // UCX: 31 bits used
   CHECK(layout.call(layout.slots() - 1).at(0xfff) == 0x7fffffffu);
+}
+
+TEST_CASE("auto message pieces: Open MPI's eager limit less headers, in whole 4 KiB", "[policy]") {
+  CHECK(bagua::mpi_transport_piece_bytes_for(65536) == 61440);
+  CHECK(bagua::mpi_transport_piece_bytes_for(4 << 20) == (4 << 20) - 4096);
+  CHECK(bagua::mpi_transport_piece_bytes_for(4096 + 128) == 4096);
+  CHECK(bagua::mpi_transport_piece_bytes_for(4096 + 127) == 0);
+  CHECK(bagua::mpi_transport_piece_bytes_for(0) == 0);
 }
