@@ -125,9 +125,11 @@ Status post_ring_step(Probe &probe, const char *out, char *in, size_t bytes, Tag
 
 // Probes repeat until they have run this long (at least kMinRounds timed
 // rounds, at most kMaxRounds): on fast links, where a round lasts
-// milliseconds, more rounds find the undisturbed one.
+// milliseconds, more rounds find the undisturbed one; on slow ones, 3
+// rounds of 4 MiB at 8 ranks / 100 Mbit still missed the sustained rate by
+// up to 25% (doc/benchmarks.md, bagua-advise).
 constexpr double kProbeSeconds = 0.2;
-constexpr int kMinRounds = 3;
+constexpr int kMinRounds = 5;
 constexpr int kMaxRounds = 64;
 
 // The best time of `body` (a Status-returning step) run by every rank of
@@ -208,6 +210,34 @@ Status alltoall_exchange(Probe &probe, size_t message, double *out) {
         return wait_all(t, requests, probe.deadline());
       },
       out);
+}
+
+// One all-to-all round of 8-byte messages, every rank at once, each round
+// waiting for the last: the mean of kRounds dependent rounds in one timed
+// body, as ByteGrad's segment rounds follow each other.
+Status alltoall_round(Probe &probe, double *out) {
+  constexpr int kRounds = 16;
+  const int n = probe.size(), r = probe.rank();
+  std::vector<uint64_t> send(static_cast<size_t>(n)), recv(static_cast<size_t>(n));
+  std::vector<Request> requests(2 * size_t(n));
+  Transport &t = probe.transport();
+  double body = 0;
+  BAGUA_TRY(timed_exchange(
+      probe,
+      [&] {
+        for (int round = 0; round < kRounds; ++round) {
+          for (int k = 1; k < n; ++k) {
+            const int from = (r + n - k) % n, to = (r + k) % n;
+            BAGUA_TRY(t.irecv(&recv[size_t(from)], 8, from, 4, &requests[size_t(k)]));
+            BAGUA_TRY(t.isend(&send[size_t(to)], 8, to, 4, &requests[size_t(n + k)]));
+          }
+          BAGUA_TRY(wait_all(t, requests, probe.deadline()));
+        }
+        return BAGUA_SUCCESS;
+      },
+      &body));
+  *out = body / kRounds;
+  return BAGUA_SUCCESS;
 }
 
 // The codec of `wire` as the library builds it for a float32 call.
@@ -292,7 +322,7 @@ void measure_codecs(MPI_Comm comm, MPI_Comm host, const Options &options, size_t
                      " bytes of float32 (the model's size, 1 MiB .. 64 MiB) in "
                      "BAGUA_SEGMENT_BYTES segments on every rank at once, "
                      "per rank: from the first start to the last end on a host, so ranks "
-                     "sharing cores share the rate (best of rounds filling 0.2 s, at least 3; "
+                     "sharing cores share the rate (best of rounds filling 0.2 s, at least 5; "
                      "CPU; GPU codecs not measured)");
 }
 
@@ -464,6 +494,7 @@ Status measure(MPI_Comm comm, const Args &args, Measurement *out) {
     std::unique_ptr<Probe> probe;
     BAGUA_TRY(Probe::create(comm, options, &probe));
     BAGUA_TRY(measure_alltoall_efficiency(*probe, p, &p.alltoall_efficiency));
+    BAGUA_TRY(alltoall_round(*probe, &p.alltoall_round_s));
     BAGUA_TRY(measure_overlap(*probe, options, &p.overlap));
   }
   MPI_Comm host = MPI_COMM_NULL;
@@ -473,10 +504,11 @@ Status measure(MPI_Comm comm, const Args &args, Measurement *out) {
   m.notes.push_back("latency: median one-way time of " + std::to_string(kLatencyRounds) +
                     " ping-pongs of 8 bytes from rank 0; bandwidth: 4 MiB sent right and "
                     "received from the left by every rank of the ring at once (best of "
-                    "rounds filling 0.2 s, at least 3)");
+                    "rounds filling 0.2 s, at least 5)");
   m.notes.push_back(
       "all-to-all efficiency: 4 MiB per rank sent to all others at once, against the link "
-      "rate; overlap: q8 encodes lasting about as long as a ring exchange, between tests of "
+      "rate; all-to-all round: 16 dependent rounds of 8 bytes to every other rank; overlap: q8 "
+      "encodes lasting about as long as a ring exchange, between tests of "
       "its requests, against both alone; messages through bagua's transport "
       "(BAGUA_TRANSPORT, BAGUA_MPI_PIECE_BYTES)");
   if (args.ranks_per_node == 0)
@@ -525,10 +557,12 @@ void print_params(FILE *out, const CostParams &p) {
                "ranks %d, ranks per node %d (nodes %d)\n"
                "intra-node: latency %.1f us, bandwidth %.0f MB/s\n"
                "inter-node: latency %.1f us, bandwidth %.0f MB/s\n"
-               "all-to-all efficiency %.2f, compute/transfer overlap %.2f, float32 sum %.0f MB/s\n",
+               "all-to-all efficiency %.2f, all-to-all round %.1f us, compute/transfer overlap "
+               "%.2f, float32 sum %.0f MB/s\n",
                p.ranks, p.ranks_per_node, p.nodes(), p.intra.latency_s * 1e6,
                p.intra.bytes_per_s / 1e6, p.inter.latency_s * 1e6, p.inter.bytes_per_s / 1e6,
-               p.alltoall_efficiency, p.overlap, p.reduce_bytes_per_s / 1e6);
+               p.alltoall_efficiency, p.alltoall_round_s * 1e6, p.overlap,
+               p.reduce_bytes_per_s / 1e6);
   for (const AlgorithmRow &row : algorithm_rows())
     if (row.algorithm == Algorithm::bytegrad)
       std::fprintf(out,

@@ -265,6 +265,12 @@ size_t bytegrad_bytes_sent(const ChunkCodec &codec, size_t count, int rank, int 
   return sent;
 }
 
+size_t bytegrad_segment_rounds(const ChunkCodec &codec, size_t count, int ranks,
+                               size_t segment_bytes) {
+  if (ranks <= 1 || count == 0) return 0;
+  return RingPlan(count, ranks, segment_elems(segment_bytes, codec, count, ranks)).segments(0);
+}
+
 Status allreduce_compressed(AlgoContext &ctx, ChunkCodec &codec, const CompressedArgs &args) {
   if (args.count == 0) return BAGUA_SUCCESS;
   if (ctx.transport.size() == 1) return allreduce_single(codec, args);

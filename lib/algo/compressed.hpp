@@ -84,6 +84,11 @@ Status allreduce_compressed(AlgoContext &ctx, ChunkCodec &codec, const Compresse
 size_t bytegrad_bytes_sent(const ChunkCodec &codec, size_t count, int rank, int ranks,
                            size_t segment_bytes);
 
+// Segments of the largest chunk in that allreduce_compressed: each phase
+// (scatter, gather) exchanges this many rounds of messages among all ranks.
+size_t bytegrad_segment_rounds(const ChunkCodec &codec, size_t count, int ranks,
+                               size_t segment_bytes);
+
 // Hierarchical mode, inside one node (ctx's ranks; rank 0 is the leader):
 // the exact float32 sum of every member's src, in rank order, into `sum`
 // (count floats, leader only; ignored elsewhere).

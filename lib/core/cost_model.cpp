@@ -96,15 +96,23 @@ Estimate recursive_doubling(const CostParams &p, size_t count) {
   return e;
 }
 
+// The latency part of one all-to-all phase of `rounds` segment rounds: n-1
+// link latencies, or the measured rounds if they cost more.
+double alltoall_latency(const CostParams &p, int n, int k, size_t rounds) {
+  const LinkCost &link = n > k ? p.inter : p.intra;
+  return std::max((n - 1) * link.latency_s, double(rounds) * p.alltoall_round_s);
+}
+
 // One all-to-all phase where each of n ranks (k per node) sends `message`
-// bytes to every other: n-1 latencies, then the busiest of the node's
-// network interface (k(n-k) messages) and the shared memory ((k-1) each).
-double alltoall_seconds(const CostParams &p, int n, int k, double message) {
-  const double eff = p.alltoall_efficiency;
-  if (n <= k) return (n - 1) * p.intra.latency_s + (n - 1) * message / (p.intra.bytes_per_s * eff);
+// bytes to every other in `rounds` segment rounds: the latency part, then
+// the busiest of the node's network interface (k(n-k) messages) and the
+// shared memory ((k-1) each).
+double alltoall_seconds(const CostParams &p, int n, int k, double message, size_t rounds) {
+  const double eff = p.alltoall_efficiency, latency = alltoall_latency(p, n, k, rounds);
+  if (n <= k) return latency + (n - 1) * message / (p.intra.bytes_per_s * eff);
   const double network = double(k) * (n - k) * message / (p.inter.bytes_per_s * eff);
   const double memory = (k - 1) * message / p.intra.bytes_per_s;
-  return (n - 1) * p.inter.latency_s + std::max(network, memory);
+  return latency + std::max(network, memory);
 }
 
 // ByteGrad among n ranks (k per node), as allreduce_compressed.cpp runs it:
@@ -115,9 +123,10 @@ double alltoall_seconds(const CostParams &p, int n, int k, double message) {
 Estimate bytegrad_among(const CostParams &p, Wire wire, size_t count, int n, int k) {
   const double bytes = 4.0 * double(count);
   const double message = double(wire_message_bytes(wire, (count + n - 1) / n, p.codec_block));
+  const size_t rounds = bytegrad_rounds(float_call(wire, count), n, sizing_options(p));
   const CodecRate rate = p.codec[size_t(wire)];
   const double accumulated = bytes * (n - 1) / n, loaded = bytes / n;
-  const double transfer = 2 * alltoall_seconds(p, n, k, message);
+  const double transfer = 2 * alltoall_seconds(p, n, k, message, rounds);
   const double compute = bytes / rate.encode_bytes_per_s +
                          accumulated / rate.accumulate_bytes_per_s + loaded / p.reduce_bytes_per_s +
                          bytes / rate.decode_bytes_per_s;
@@ -126,7 +135,9 @@ Estimate bytegrad_among(const CostParams &p, Wire wire, size_t count, int n, int
       p, transfer, compute,
       format("2 all-to-alls of (n-1)=%.0f messages of %.3f MiB at %.0f MB/s x efficiency %.2f",
              n - 1, message / kMiB, link.bytes_per_s / 1e6, p.alltoall_efficiency) +
-          format(" (+%.0f x %.1fus)", 2.0 * (n - 1), link.latency_s * 1e6) + " + " +
+          format(" (+2 x max(%.0f x %.1fus, %.0f rounds", n - 1, link.latency_s * 1e6,
+                 double(rounds)) +
+          format(" x %.1fus))", p.alltoall_round_s * 1e6) + " + " +
           pass_term("encode", bytes, rate.encode_bytes_per_s) + " + " +
           pass_term("load", loaded, p.reduce_bytes_per_s) + " + " +
           pass_term("accumulate", accumulated, rate.accumulate_bytes_per_s) + " + " +
@@ -142,6 +153,7 @@ Estimate hierarchical(const CostParams &p, Wire wire, size_t count) {
   CostParams among = p;
   among.ranks = leaders;
   among.ranks_per_node = 1;
+  among.alltoall_round_s = 0;  // measured among all ranks, not among the leaders
   const Estimate top = bytegrad_among(among, wire, count, leaders, 1);
   const double node_transfer = 2 * p.intra.seconds((k - 1) * bytes);
   const double node_reduce = (k - 1) * bytes / p.reduce_bytes_per_s;

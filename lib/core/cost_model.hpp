@@ -41,6 +41,11 @@ struct CostParams {
   // All-to-all phases move each rank's bytes at this fraction of the link's
   // rate (1: no loss to incast, many senders converging on one receiver).
   double alltoall_efficiency = 1;
+  // One round of small messages from every rank to every other, all ranks
+  // at once, each waiting for its round (what a ByteGrad segment round costs
+  // beyond its bytes; where ranks share cores, the time to schedule them
+  // all). 0: (n-1) link latencies per phase only.
+  double alltoall_round_s = 0;
   // Fraction of the shorter of compute and transfer hidden behind the other.
   double overlap = 0;
   double reduce_bytes_per_s = 4e9;        // float32 sum, bytes of one operand

@@ -287,6 +287,11 @@ size_t schedule_bytes_sent(const Call &call, Schedule schedule, int rank, int ra
   return bytes;
 }
 
+size_t bytegrad_rounds(const Call &call, int ranks, const Options &options) {
+  return bytegrad_segment_rounds(*sizing_codec(call, ranks, options), call.count, ranks,
+                                 options.segment_bytes);
+}
+
 Status flat_bytes_sent(const Call &call, int rank, int ranks, const Options &options,
                        size_t *bytes) {
   Schedule schedule;

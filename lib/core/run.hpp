@@ -105,6 +105,9 @@ Status message_bytes(const Call &call, const Options &options, size_t *bytes);
 // and type with `schedule` (its call check included).
 size_t schedule_bytes_sent(const Call &call, Schedule schedule, int rank, int ranks,
                            const Options &options);
+// Rounds of messages among all ranks in each phase of a ByteGrad call of
+// `call` (bytegrad_segment_rounds).
+size_t bytegrad_rounds(const Call &call, int ranks, const Options &options);
 // The same with the schedule the policy selects.
 Status flat_bytes_sent(const Call &call, int rank, int ranks, const Options &options,
                        size_t *bytes);

@@ -6,6 +6,8 @@
 #include "base/env.hpp"
 #include "codec.h"
 #include "core/cost_model.hpp"
+#include "core/options.hpp"
+#include "core/run.hpp"
 #include "core/select.hpp"
 
 using namespace bagua;
@@ -154,4 +156,17 @@ TEST_CASE("bytes per rank are the library's: ring and ByteGrad match the policy'
   CHECK(predict(p, row("ring"), kCount).bytes_per_rank == size_t(kBytes * 6 / 4) + 2 * 16);
   CHECK(predict(p, row("q8"), kCount).bytes_per_rank ==
         6 * size_t(q8_message(kCount / 4)) + 2 * 16);
+}
+
+TEST_CASE(
+    "ByteGrad's segment rounds cost the measured all-to-all round when it exceeds n-1 latencies",
+    "[cost]") {
+  CostParams p = synthetic();
+  // 4 MiB at 4 ranks: chunks of 2^18 elements, 8 segments of 2^15 each.
+  REQUIRE(bytegrad_rounds(float_call(Wire::q8, kCount), 4, Options{}) == 8);
+  const double message = q8_message(kCount / 4);
+  p.alltoall_round_s = 1e-4;  // 8 rounds: 0.8 ms < 3 latencies of 1 ms
+  CHECK(predict(p, row("q8"), kCount).transfer_s == Approx(2 * (3 * 1e-3 + 3 * message / 1e6)));
+  p.alltoall_round_s = 1e-3;  // 8 ms > 3 ms
+  CHECK(predict(p, row("q8"), kCount).transfer_s == Approx(2 * (8 * 1e-3 + 3 * message / 1e6)));
 }
