@@ -190,26 +190,30 @@ Status ring_exchange(Probe &probe, size_t bytes, double *out) {
       out);
 }
 
-// Every rank sends `message` bytes to every other at once (ByteGrad's
-// scatter), each peer starting from the right.
-Status alltoall_exchange(Probe &probe, size_t message, double *out) {
+// One all-to-all: every rank sends `message` bytes to every other at once
+// (ByteGrad's scatter), each peer starting from the right, and waits for
+// all. `send` and `recv` hold one message per rank, `requests` 2n entries.
+Status alltoall_step(Probe &probe, const std::vector<char> &send, std::vector<char> &recv,
+                     size_t message, Tag tag, std::vector<Request> &requests) {
   const int n = probe.size(), r = probe.rank();
-  std::vector<char> send(message * size_t(n)), recv(message * size_t(n));
-  std::vector<Request> requests(2 * size_t(n));
   Transport &t = probe.transport();
+  for (int k = 1; k < n; ++k) {
+    const int from = (r + n - k) % n, to = (r + k) % n;
+    BAGUA_TRY(
+        t.irecv(recv.data() + size_t(from) * message, message, from, tag, &requests[size_t(k)]));
+    BAGUA_TRY(
+        t.isend(send.data() + size_t(to) * message, message, to, tag, &requests[size_t(n + k)]));
+  }
+  return wait_all(t, requests, probe.deadline());
+}
+
+// The time of one all-to-all of `message` bytes to every other rank.
+Status alltoall_exchange(Probe &probe, size_t message, double *out) {
+  const size_t n = size_t(probe.size());
+  std::vector<char> send(message * n), recv(message * n);
+  std::vector<Request> requests(2 * n);
   return timed_exchange(
-      probe,
-      [&] {
-        for (int k = 1; k < n; ++k) {
-          const int from = (r + n - k) % n, to = (r + k) % n;
-          BAGUA_TRY(t.irecv(recv.data() + size_t(from) * message, message, from, 2,
-                            &requests[size_t(k)]));
-          BAGUA_TRY(t.isend(send.data() + size_t(to) * message, message, to, 2,
-                            &requests[size_t(n + k)]));
-        }
-        return wait_all(t, requests, probe.deadline());
-      },
-      out);
+      probe, [&] { return alltoall_step(probe, send, recv, message, 2, requests); }, out);
 }
 
 // One all-to-all round of 8-byte messages, every rank at once, each round
@@ -217,22 +221,16 @@ Status alltoall_exchange(Probe &probe, size_t message, double *out) {
 // body, as ByteGrad's segment rounds follow each other.
 Status alltoall_round(Probe &probe, double *out) {
   constexpr int kRounds = 16;
-  const int n = probe.size(), r = probe.rank();
-  std::vector<uint64_t> send(static_cast<size_t>(n)), recv(static_cast<size_t>(n));
-  std::vector<Request> requests(2 * size_t(n));
-  Transport &t = probe.transport();
+  constexpr size_t kMessage = 8;
+  const size_t n = size_t(probe.size());
+  std::vector<char> send(kMessage * n), recv(kMessage * n);
+  std::vector<Request> requests(2 * n);
   double body = 0;
   BAGUA_TRY(timed_exchange(
       probe,
       [&] {
-        for (int round = 0; round < kRounds; ++round) {
-          for (int k = 1; k < n; ++k) {
-            const int from = (r + n - k) % n, to = (r + k) % n;
-            BAGUA_TRY(t.irecv(&recv[size_t(from)], 8, from, 4, &requests[size_t(k)]));
-            BAGUA_TRY(t.isend(&send[size_t(to)], 8, to, 4, &requests[size_t(n + k)]));
-          }
-          BAGUA_TRY(wait_all(t, requests, probe.deadline()));
-        }
+        for (int round = 0; round < kRounds; ++round)
+          BAGUA_TRY(alltoall_step(probe, send, recv, kMessage, 4, requests));
         return BAGUA_SUCCESS;
       },
       &body));

@@ -94,7 +94,6 @@ class Transport {
   void note_failed_request() { late_messages_ = true; }
 
   // Checks the peer and tag of a request being posted and records them.
-
   Status begin_request(const void *buffer, size_t bytes, int peer, Tag tag, bool is_recv,
                        Request *req) const {
     if (peer < 0 || peer >= size_ || tag > max_tag_)
