@@ -40,6 +40,12 @@ iterations() {
     *) echo 3 ;;
   esac
 }
+# Ranks bound to cores, round-robin (as mpirun binds when ranks fit the
+# cores): unbound, 8 ranks on 2 cores split 4/4 or 5/3 as the scheduler
+# places them, and the same call's time moved by up to 1.7x from one launch
+# to the next (doc/benchmarks.md, bagua-advise). The advisor and the
+# collectives run under the same placement.
+bind="--bind-to core:overload-allowed --map-by core"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -48,10 +54,10 @@ for rate in $RATES; do
   for n in $RANKS; do
     for mib in $SIZES; do
       bytes=$((mib << 20))
-      "$here/bench/netemu.sh" -n "$n" -r "$rate" -- "$advise" --model-bytes "$bytes" \
+      "$here/bench/netemu.sh" -m "$bind" -n "$n" -r "$rate" -- "$advise" --model-bytes "$bytes" \
         --ranks-per-node 1 --csv >"$tmp/advise.csv" 2>"$tmp/advise.err" ||
         { cat "$tmp/advise.err" >&2; exit 1; }
-      "$here/bench/netemu.sh" -n "$n" -r "$rate" -- "$bench" -s "$mib" -i "$(iterations "$rate")" -w 1 \
+      "$here/bench/netemu.sh" -m "$bind" -n "$n" -r "$rate" -- "$bench" -s "$mib" -i "$(iterations "$rate")" -w 1 \
         -a bagua,q8,q4,fp16,bf16,sign >"$tmp/bench.txt" 2>"$tmp/bench.err" ||
         { cat "$tmp/bench.err" >&2; exit 1; }
       # measured: algorithm -> ms (column 4 names it, column 5 is microseconds)

@@ -216,25 +216,66 @@ Status alltoall_exchange(Probe &probe, size_t message, double *out) {
       probe, [&] { return alltoall_step(probe, send, recv, message, 2, requests); }, out);
 }
 
-// One all-to-all round of 8-byte messages, every rank at once, each round
-// waiting for the last: the mean of kRounds dependent rounds in one timed
-// body, as ByteGrad's segment rounds follow each other.
-Status alltoall_round(Probe &probe, double *out) {
-  constexpr int kRounds = 16;
-  constexpr size_t kMessage = 8;
-  const size_t n = size_t(probe.size());
-  std::vector<char> send(kMessage * n), recv(kMessage * n);
-  std::vector<Request> requests(2 * n);
+// The time of one short exchange that calls make one after another (a
+// segment round, a call check): the mean of kDependentRounds runs of `step`
+// in one timed body, each waiting for the last.
+constexpr int kDependentRounds = 16;
+template <class Step>
+Status timed_dependent_rounds(Probe &probe, Step step, double *out) {
   double body = 0;
   BAGUA_TRY(timed_exchange(
       probe,
       [&] {
-        for (int round = 0; round < kRounds; ++round)
-          BAGUA_TRY(alltoall_step(probe, send, recv, kMessage, 4, requests));
+        for (int round = 0; round < kDependentRounds; ++round) BAGUA_TRY(step());
         return BAGUA_SUCCESS;
       },
       &body));
-  *out = body / kRounds;
+  *out = body / kDependentRounds;
+  return BAGUA_SUCCESS;
+}
+
+// One all-to-all round of 8-byte messages, every rank at once, as
+// ByteGrad's segment rounds follow each other.
+Status alltoall_round(Probe &probe, double *out) {
+  constexpr size_t kMessage = 8;
+  const size_t n = size_t(probe.size());
+  std::vector<char> send(kMessage * n), recv(kMessage * n);
+  std::vector<Request> requests(2 * n);
+  return timed_dependent_rounds(
+      probe, [&] { return alltoall_step(probe, send, recv, kMessage, 4, requests); }, out);
+}
+
+// The call checks as the collectives make them, one call after another,
+// through the probe's transport: the library's agree_on_call among all
+// ranks (a 16-byte recursive doubling; the model charges it per step, so it
+// extrapolates with the rank count) and agree_with_peers with the ring
+// neighbours.
+// Both stay 0 when BAGUA_CHECK_CALLS=0 turns the check off.
+Status measure_call_checks(Probe &probe, const Options &options, CostParams *p) {
+  if (!options.check_calls) return BAGUA_SUCCESS;
+  const Call call = float_call(Wire::exact, 1);
+  const std::vector<int> peers = ring_neighbours(probe.rank(), probe.size());
+  Bytes scratch;
+  const auto context = [&] {
+    return AlgoContext{probe.transport(), CallTags{32, 31}, probe.deadline(), scratch,
+                       options.segment_bytes};
+  };
+  double all = 0;
+  BAGUA_TRY(timed_dependent_rounds(
+      probe,
+      [&] {
+        AlgoContext ctx = context();
+        return agree_on_call(ctx, call, Schedule::ring, options);
+      },
+      &all));
+  BAGUA_TRY(timed_dependent_rounds(
+      probe,
+      [&] {
+        AlgoContext ctx = context();
+        return agree_with_peers(ctx, call, 0, peers, options);
+      },
+      &p->peer_check_s));
+  p->call_check_step_s = all / recursive_doubling_steps(probe.size());
   return BAGUA_SUCCESS;
 }
 
@@ -366,7 +407,7 @@ Status measure_link(MPI_Comm comm, int peer, MPI_Comm ring, const Options &optio
 // as long as the transfer, so the probe sees whether the two compete for
 // the cores (a CPU-bound network path hides nothing) and not only whether
 // a short encode fits beside a long transfer.
-Status measure_overlap(Probe &probe, const Options &options, double *out) {
+Status measure_overlap(Probe &probe, MPI_Comm host, const Options &options, double *out) {
   const size_t count = kProbeBytes / 4, segment = options.segment_bytes / 4;
   const std::vector<float> src = gradient_like(count);
   CodecUnderTest c(Wire::q8, count, 2, options);
@@ -392,8 +433,10 @@ Status measure_overlap(Probe &probe, const Options &options, double *out) {
     return wait_all(t, requests, probe.deadline());
   };
   double t_pass = 0, t_transfer = 0, t_encode = 0, t_both = 0;
-  BAGUA_TRY(timed_exchange(
-      probe, [&] { return encode(1, nullptr); }, &t_pass));
+  // One pass on every rank at once, per host: ranks that share cores take
+  // turns, as their repeated passes will.
+  BAGUA_TRY(best_time(
+      probe.comm(), host, [&] { return encode(1, nullptr); }, &t_pass));
   BAGUA_TRY(timed_exchange(
       probe, [&] { return transfer(0); }, &t_transfer));
   // Times are the slowest rank's, so every rank picks the same count.
@@ -488,15 +531,16 @@ Status measure(MPI_Comm comm, const Args &args, Measurement *out) {
   if (peer_inter > 0) BAGUA_TRY(measure_link(comm, peer_inter, leaders, options, &p.inter));
   if (peer_intra < 0) p.intra = p.inter;
   if (peer_inter < 0) p.inter = p.intra;
+  MPI_Comm host = MPI_COMM_NULL;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host);
   if (size > 1) {
     std::unique_ptr<Probe> probe;
     BAGUA_TRY(Probe::create(comm, options, &probe));
     BAGUA_TRY(measure_alltoall_efficiency(*probe, p, &p.alltoall_efficiency));
     BAGUA_TRY(alltoall_round(*probe, &p.alltoall_round_s));
-    BAGUA_TRY(measure_overlap(*probe, options, &p.overlap));
+    BAGUA_TRY(measure_call_checks(*probe, options, &p));
+    BAGUA_TRY(measure_overlap(*probe, host, options, &p.overlap));
   }
-  MPI_Comm host = MPI_COMM_NULL;
-  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host);
   measure_codecs(comm, host, options, args.model_bytes, &m);
   MPI_Comm_free(&host);
   m.notes.push_back("latency: median one-way time of " + std::to_string(kLatencyRounds) +
@@ -505,7 +549,8 @@ Status measure(MPI_Comm comm, const Args &args, Measurement *out) {
                     "rounds filling 0.2 s, at least 5)");
   m.notes.push_back(
       "all-to-all efficiency: 4 MiB per rank sent to all others at once, against the link "
-      "rate; all-to-all round: 16 dependent rounds of 8 bytes to every other rank; overlap: q8 "
+      "rate; all-to-all round: 16 dependent rounds of 8 bytes to every other rank; call "
+      "checks: the library's own (BAGUA_CHECK_CALLS); overlap: q8 "
       "encodes lasting about as long as a ring exchange, between tests of "
       "its requests, against both alone; messages through bagua's transport "
       "(BAGUA_TRANSPORT, BAGUA_MPI_PIECE_BYTES)");
@@ -556,11 +601,14 @@ void print_params(FILE *out, const CostParams &p) {
                "intra-node: latency %.1f us, bandwidth %.0f MB/s\n"
                "inter-node: latency %.1f us, bandwidth %.0f MB/s\n"
                "all-to-all efficiency %.2f, all-to-all round %.1f us, compute/transfer overlap "
-               "%.2f, float32 sum %.0f MB/s\n",
+               "%.2f, float32 sum %.0f MB/s\n"
+               "call check %.1f us per recursive-doubling step (%d steps), with ring "
+               "neighbours %.1f us\n",
                p.ranks, p.ranks_per_node, p.nodes(), p.intra.latency_s * 1e6,
                p.intra.bytes_per_s / 1e6, p.inter.latency_s * 1e6, p.inter.bytes_per_s / 1e6,
                p.alltoall_efficiency, p.alltoall_round_s * 1e6, p.overlap,
-               p.reduce_bytes_per_s / 1e6);
+               p.reduce_bytes_per_s / 1e6, p.call_check_step_s * 1e6,
+               recursive_doubling_steps(p.ranks), p.peer_check_s * 1e6);
   for (const AlgorithmRow &row : algorithm_rows())
     if (row.algorithm == Algorithm::bytegrad)
       std::fprintf(out,
@@ -623,7 +671,8 @@ void print_report(FILE *out, const Args &args, const Measurement &m) {
   std::fprintf(out,
                "\nextrapolated to %d ranks, %d per node (assumes: the same latency and "
                "bandwidth per link and per node interface, the measured all-to-all "
-               "efficiency, overlap and codec rates, a non-blocking switch):\n",
+               "efficiency and round, call check per step, overlap and codec rates, a "
+               "non-blocking switch):\n",
                predicted.ranks, predicted.ranks_per_node);
   print_table(out, b, predicted, false);
   print_recommendation(out, b, predicted, args.model_bytes);

@@ -46,6 +46,12 @@ struct CostParams {
   // beyond its bytes; where ranks share cores, the time to schedule them
   // all). 0: (n-1) link latencies per phase only.
   double alltoall_round_s = 0;
+  // The call check before data moves (BAGUA_CHECK_CALLS): one step of the
+  // 16-byte recursive doubling among all ranks (agree_on_call pays
+  // rd_steps(n) of them), and one exchange with the peers of a peer
+  // averaging call (agree_with_peers). 0: no check.
+  double call_check_step_s = 0;
+  double peer_check_s = 0;
   // Fraction of the shorter of compute and transfer hidden behind the other.
   double overlap = 0;
   double reduce_bytes_per_s = 4e9;        // float32 sum, bytes of one operand
@@ -104,6 +110,10 @@ size_t wire_message_bytes(Wire wire, size_t count, size_t block);
 
 // Time of one step of `row` on a float32 buffer of `count` elements.
 Estimate predict(const CostParams &p, const AlgorithmRow &row, size_t count);
+
+// Steps of recursive doubling among n ranks: log2 p among the largest power
+// of two p <= n, and 2 more (fold in, result back) when n > p.
+int recursive_doubling_steps(int n);
 
 // Whether the row exchanges gradients (an allreduce) or averages weights.
 bool is_averaging(Algorithm a);

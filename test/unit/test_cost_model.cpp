@@ -170,3 +170,33 @@ TEST_CASE(
   p.alltoall_round_s = 1e-3;  // 8 ms > 3 ms
   CHECK(predict(p, row("q8"), kCount).transfer_s == Approx(2 * (8 * 1e-3 + 3 * message / 1e6)));
 }
+
+TEST_CASE("recursive doubling steps: log2 p, and 2 more to fold the ranks above p", "[cost]") {
+  CHECK(recursive_doubling_steps(1) == 0);
+  CHECK(recursive_doubling_steps(2) == 1);
+  CHECK(recursive_doubling_steps(4) == 2);
+  CHECK(recursive_doubling_steps(6) == 4);
+  CHECK(recursive_doubling_steps(8) == 3);
+  CHECK(recursive_doubling_steps(128) == 7);
+}
+
+TEST_CASE("the call check: its steps among all ranks, or one exchange with the peers", "[cost]") {
+  CostParams p = synthetic(6);
+  const double ring_unchecked = predict(p, row("ring"), kCount).seconds;
+  const double shift_unchecked = predict(p, row("decentralized_shift_one"), kCount).seconds;
+  p.call_check_step_s = 1e-4;
+  p.peer_check_s = 3e-4;
+  // 6 ranks: 2 steps among 4, and 2 to fold.
+  const Estimate ring = predict(p, row("ring"), kCount);
+  CHECK(ring.seconds == Approx(ring_unchecked + 4e-4));
+  CHECK(ring.formula.find("call check 400.0us") != std::string::npos);
+  CHECK(predict(p, row("q8"), kCount).seconds ==
+        Approx(predict(synthetic(6), row("q8"), kCount).seconds + 4e-4));
+  CHECK(predict(p, row("decentralized_shift_one"), kCount).seconds ==
+        Approx(shift_unchecked + 3e-4));
+  // Extrapolated to 128 ranks: 7 steps.
+  p.ranks = 128;
+  CostParams unchecked = synthetic(128);
+  CHECK(predict(p, row("q8"), kCount).seconds ==
+        Approx(predict(unchecked, row("q8"), kCount).seconds + 7e-4));
+}
