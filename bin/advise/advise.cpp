@@ -134,38 +134,47 @@ constexpr int kMaxRounds = 64;
 
 // The best time of `body` (a Status-returning step) run by every rank of
 // `comm` at once: after one warm-up round, which sets the number of rounds
-// (the same on every rank), a barrier before each round, each round's time
-// the slowest rank's. The best round stands for the sustained rate a long
-// collective reaches: rounds of a few MiB on a shaped TCP link vary from 60%
-// to 95% of its rate with TCP's window, which a long transfer amortizes.
-// With `host` (the ranks sharing this rank's memory, which read the same
-// monotonic clock) a rank's time is its host's span from the first start to
-// the last end, so ranks that share cores share the time; with
-// MPI_COMM_NULL it is the rank's own.
-template <class Body>
-Status best_time(MPI_Comm comm, MPI_Comm host, Body body, double *out) {
+// (the same on every rank), `prepare` (untimed) and a barrier before each
+// round, each round's time the slowest rank's. The best round stands for
+// the sustained rate a long collective reaches: rounds of a few MiB on a
+// shaped TCP link vary from 60% to 95% of its rate with TCP's window, which
+// a long transfer amortizes. The rounds, preparation included, fill about
+// kProbeSeconds. With `host` (the ranks sharing this rank's memory, which
+// read the same monotonic clock) a rank's time is its host's span from the
+// first start to the last end, so ranks that share cores share the time;
+// with MPI_COMM_NULL it is the rank's own.
+struct NoPreparation {
+  void operator()() const {}
+};
+
+template <class Body, class Prepare = NoPreparation>
+Status best_time(MPI_Comm comm, MPI_Comm host, Body body, double *out, Prepare prepare = {}) {
   const auto seconds = [] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
   };
-  const auto round = [&](double *t) {
+  // times[0]: the round's time; times[1]: the whole round, preparation included.
+  const auto round = [&](double times[2]) {
+    const double begin = seconds();
+    prepare();
     MPI_Barrier(comm);
     double span[2] = {-seconds(), 0};  // -start, end: both maxima give the span
     BAGUA_TRY(body());
     span[1] = seconds();
     if (host != MPI_COMM_NULL) MPI_Allreduce(MPI_IN_PLACE, span, 2, MPI_DOUBLE, MPI_MAX, host);
-    *t = span[0] + span[1];
-    MPI_Allreduce(MPI_IN_PLACE, t, 1, MPI_DOUBLE, MPI_MAX, comm);
+    times[0] = span[0] + span[1];
+    times[1] = span[1] - begin;
+    MPI_Allreduce(MPI_IN_PLACE, times, 2, MPI_DOUBLE, MPI_MAX, comm);
     return BAGUA_SUCCESS;
   };
-  double warm = 0, best = 1e30;
-  BAGUA_TRY(round(&warm));
+  double warm[2] = {0, 0}, best = 1e30;
+  BAGUA_TRY(round(warm));
   const int rounds =
-      std::clamp(int(std::ceil(kProbeSeconds / std::max(warm, 1e-6))), kMinRounds, kMaxRounds);
+      std::clamp(int(std::ceil(kProbeSeconds / std::max(warm[1], 1e-6))), kMinRounds, kMaxRounds);
   for (int i = 0; i < rounds; ++i) {
-    double t = 0;
-    BAGUA_TRY(round(&t));
-    best = std::min(best, t);
+    double t[2] = {0, 0};
+    BAGUA_TRY(round(t));
+    best = std::min(best, t[0]);
   }
   *out = best;
   return BAGUA_SUCCESS;
@@ -291,17 +300,66 @@ struct CodecUnderTest {
   }
 };
 
-// A computation's time on every rank at once, per host (best_time).
+// Bytes of the last-level cache (Linux sysfs, cpu0's highest cache level);
+// 32 MiB where it cannot be read.
+size_t last_level_cache_bytes() {
+  size_t bytes = size_t(32) << 20;
+  for (int level = 0, index = 0;; ++index) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
+    FILE *level_file = std::fopen((dir + "/level").c_str(), "r");
+    FILE *size_file = std::fopen((dir + "/size").c_str(), "r");
+    int this_level = 0;
+    unsigned long kib = 0;
+    const bool read = level_file != nullptr && size_file != nullptr &&
+                      std::fscanf(level_file, "%d", &this_level) == 1 &&
+                      std::fscanf(size_file, "%luK", &kib) == 1;
+    if (level_file != nullptr) std::fclose(level_file);
+    if (size_file != nullptr) std::fclose(size_file);
+    if (!read) return bytes;
+    if (this_level > level) {
+      level = this_level;
+      bytes = size_t(kib) << 10;
+    }
+  }
+}
+
+// What each rank reads before a codec round so that the round starts with
+// cold caches, as the collective's passes do (its buffers, scratch and the
+// transport's copies exceed the cache, and in training the backward pass
+// runs in between): twice the last-level cache among the host's ranks.
+class CacheEviction {
+ public:
+  explicit CacheEviction(MPI_Comm host) {
+    int ranks = 1;
+    if (host != MPI_COMM_NULL) MPI_Comm_size(host, &ranks);
+    bytes_.assign(2 * last_level_cache_bytes() / size_t(ranks), 1);
+  }
+  // Reads one byte of each cache line of the buffer.
+  void operator()() {
+    unsigned sum = 0;
+    for (size_t i = 0; i < bytes_.size(); i += kLine) sum += bytes_[i];
+    sink_ = sum;
+  }
+
+ private:
+  static constexpr size_t kLine = 64;
+  std::vector<unsigned char> bytes_;
+  volatile unsigned sink_ = 0;
+};
+
+// A computation's time on every rank at once, per host (best_time), each
+// round from cold caches.
 template <class Body>
 double timed_on_all(MPI_Comm comm, MPI_Comm host, Body body) {
   double t = 0;
+  CacheEviction evict(host);
   best_time(
       comm, host,
       [&] {
         body();
         return BAGUA_SUCCESS;
       },
-      &t);
+      &t, [&] { evict(); });
   return t;
 }
 
@@ -361,8 +419,8 @@ void measure_codecs(MPI_Comm comm, MPI_Comm host, const Options &options, size_t
                      " bytes of float32 (the model's size, 1 MiB .. 64 MiB) in "
                      "BAGUA_SEGMENT_BYTES segments on every rank at once, "
                      "per rank: from the first start to the last end on a host, so ranks "
-                     "sharing cores share the rate (best of rounds filling 0.2 s, at least 5; "
-                     "CPU; GPU codecs not measured)");
+                     "sharing cores share the rate (best of rounds filling 0.2 s, at least 5, "
+                     "each from cold caches; CPU; GPU codecs not measured)");
 }
 
 // Node of each rank: --ranks-per-node groups consecutive ranks, otherwise
@@ -382,9 +440,18 @@ MPI_Comm split_nodes(MPI_Comm comm, const Args &args, int *ranks_per_node) {
   return node;
 }
 
+// Bandwidth probe rounds last at least this long: on a fast link a round
+// of 4 MiB lasts milliseconds, and its best one catches a moment when no
+// other process needed the cores, which a collective moving its megabytes
+// back to back does not (2 ranks on 10 Gbit: rounds of 4 MiB at best 97% of
+// the rate, of 32 MiB 75%, the ring allreduce 76%; doc/benchmarks.md).
+constexpr double kMinBandwidthRoundSeconds = 0.025;
+constexpr size_t kMaxProbeBytes = size_t(64) << 20;
+
 // Latency from rank 0 to `peer` (ping-pong of 8 bytes), bandwidth from a
 // concurrent ring exchange over `ring` (what a ring step sees: both
-// directions at once, every rank busy).
+// directions at once, every rank busy) of 4 MiB, or of more where rounds of
+// 4 MiB are shorter than kMinBandwidthRoundSeconds.
 Status measure_link(MPI_Comm comm, int peer, MPI_Comm ring, const Options &options, LinkCost *out) {
   double latency = ping_pong(comm, peer, 8, kLatencyRounds);
   MPI_Bcast(&latency, 1, MPI_DOUBLE, 0, comm);
@@ -392,60 +459,69 @@ Status measure_link(MPI_Comm comm, int peer, MPI_Comm ring, const Options &optio
   if (ring != MPI_COMM_NULL) {
     std::unique_ptr<Probe> probe;
     double t = 0;
+    size_t bytes = kProbeBytes;
     BAGUA_TRY(Probe::create(ring, options, &probe));
-    BAGUA_TRY(ring_exchange(*probe, kProbeBytes, &t));
-    bandwidth = double(kProbeBytes) / std::max(t - latency, 1e-9);
+    BAGUA_TRY(ring_exchange(*probe, bytes, &t));
+    // t is the slowest rank's, so every rank of the ring picks the same size.
+    if (t < kMinBandwidthRoundSeconds) {
+      const double scale = kMinBandwidthRoundSeconds / std::max(t, 1e-9);
+      bytes = std::min(kMaxProbeBytes, size_t(double(bytes) * scale) / 4096 * 4096);
+      BAGUA_TRY(ring_exchange(*probe, bytes, &t));
+    }
+    bandwidth = double(bytes) / std::max(t - latency, 1e-9);
   }
   MPI_Allreduce(MPI_IN_PLACE, &bandwidth, 1, MPI_DOUBLE, MPI_MAX, comm);
   *out = {latency, bandwidth};
   return BAGUA_SUCCESS;
 }
 
-// Overlap: a ring exchange with q8 encodes of the same buffer run in
-// segments between tests of its requests (as ByteGrad interleaves them),
-// against both alone. The encode passes are repeated until they take about
-// as long as the transfer, so the probe sees whether the two compete for
-// the cores (a CPU-bound network path hides nothing) and not only whether
-// a short encode fits beside a long transfer.
-Status measure_overlap(Probe &probe, MPI_Comm host, const Options &options, double *out) {
-  const size_t count = kProbeBytes / 4, segment = options.segment_bytes / 4;
+// The q8 transfer the overlap probe needs at the least: a shorter one fits
+// the shaper's token bucket of an emulated link (bench/netemu.sh: 256 KB)
+// and beats the link rate, which would read as overlap.
+constexpr double kMinOverlapTransferSeconds = 0.025;
+
+// Overlap: how much of the shorter of transfer and compute ByteGrad hides
+// behind the other, from the collective itself: the library's q8 allreduce
+// (run_flat, call check included) against the model's time for it without
+// overlap from the other measurements, on 4 MiB or on as much more (up to
+// 64 MiB) as makes the model's transfer last kMinOverlapTransferSeconds.
+// ByteGrad encodes segment k+1 while segment k is in flight; a synthetic
+// probe (encodes between the tests of one ring exchange) read no overlap at
+// 10 Gbit where q8 hid about 70% of its compute (doc/benchmarks.md).
+Status measure_overlap(Probe &probe, const Options &options, const CostParams &p, double *out) {
+  const AlgorithmRow *q8 = nullptr;
+  for (const AlgorithmRow &row : algorithm_rows())
+    if (row.algorithm == Algorithm::bytegrad && row.wire == Wire::q8) q8 = &row;
+  CostParams serial = p;
+  serial.overlap = 0;
+  CostParams unchecked = serial;
+  unchecked.call_check_step_s = 0;
+  size_t count = kProbeBytes / 4;
+  const double transfer_at_4mib = predict(unchecked, *q8, count).transfer_s;
+  if (transfer_at_4mib < kMinOverlapTransferSeconds) {
+    const double scale = kMinOverlapTransferSeconds / std::max(transfer_at_4mib, 1e-9);
+    count = std::min(kMaxProbeBytes / 4, size_t(double(count) * scale) / 1024 * 1024);
+  }
   const std::vector<float> src = gradient_like(count);
-  CodecUnderTest c(Wire::q8, count, 2, options);
-  std::vector<unsigned char> encoded(c.codec->encoded_bytes(count));
-  std::vector<char> send(kProbeBytes), recv(kProbeBytes);
-  Transport &t = probe.transport();
-  const auto encode = [&](int passes, Request *requests) {
-    for (int pass = 0; pass < passes; ++pass)
-      for (size_t begin = 0; begin < count; begin += segment) {
-        const size_t n = std::min(segment, count - begin);
-        c.codec->encode(ChunkCodec::Stage::contribution, begin, src.data() + begin, DType::f32, n,
-                        encoded.data());
-        bool done = false;
-        for (int i = 0; requests != nullptr && i < 2; ++i)
-          if (requests[i].active) BAGUA_TRY(t.test(&requests[i], &done));
-      }
-    return BAGUA_SUCCESS;
-  };
-  const auto transfer = [&](int passes) {
-    Request requests[2];
-    BAGUA_TRY(post_ring_step(probe, send.data(), recv.data(), kProbeBytes, 3, requests));
-    BAGUA_TRY(encode(passes, requests));
-    return wait_all(t, requests, probe.deadline());
-  };
-  double t_pass = 0, t_transfer = 0, t_encode = 0, t_both = 0;
-  // One pass on every rank at once, per host: ranks that share cores take
-  // turns, as their repeated passes will.
-  BAGUA_TRY(best_time(
-      probe.comm(), host, [&] { return encode(1, nullptr); }, &t_pass));
+  std::vector<float> dst(count);
+  Call call = float_call(Wire::q8, count);
+  call.src = src.data();
+  call.dst = dst.data();
+  call.comm = probe.comm();
+  Bytes scratch;
+  double measured = 0;
   BAGUA_TRY(timed_exchange(
-      probe, [&] { return transfer(0); }, &t_transfer));
-  // Times are the slowest rank's, so every rank picks the same count.
-  const int passes = std::clamp(int(std::lround(t_transfer / std::max(t_pass, 1e-9))), 1, 256);
-  BAGUA_TRY(timed_exchange(
-      probe, [&] { return encode(passes, nullptr); }, &t_encode));
-  BAGUA_TRY(timed_exchange(
-      probe, [&] { return transfer(passes); }, &t_both));
-  const double hidden = (t_encode + t_transfer - t_both) / std::min(t_encode, t_transfer);
+      probe,
+      [&] {
+        AlgoContext ctx{probe.transport(), CallTags{64, 63}, probe.deadline(), scratch,
+                        options.segment_bytes};
+        return run_flat(ctx, call, Schedule::bytegrad, options);
+      },
+      &measured));
+  const Estimate e = predict(serial, *q8, count);
+  // The call check (in e.transfer_s) cannot overlap: it runs before data moves.
+  const double transfer = predict(unchecked, *q8, count).transfer_s;
+  const double hidden = (e.seconds - measured) / std::max(std::min(transfer, e.compute_s), 1e-9);
   *out = std::clamp(hidden, 0.0, 1.0);
   return BAGUA_SUCCESS;
 }
@@ -533,27 +609,28 @@ Status measure(MPI_Comm comm, const Args &args, Measurement *out) {
   if (peer_inter < 0) p.inter = p.intra;
   MPI_Comm host = MPI_COMM_NULL;
   MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host);
+  std::unique_ptr<Probe> probe;
   if (size > 1) {
-    std::unique_ptr<Probe> probe;
     BAGUA_TRY(Probe::create(comm, options, &probe));
     BAGUA_TRY(measure_alltoall_efficiency(*probe, p, &p.alltoall_efficiency));
     BAGUA_TRY(alltoall_round(*probe, &p.alltoall_round_s));
     BAGUA_TRY(measure_call_checks(*probe, options, &p));
-    BAGUA_TRY(measure_overlap(*probe, host, options, &p.overlap));
   }
   measure_codecs(comm, host, options, args.model_bytes, &m);
+  // Last: the overlap is what the collective hides of the terms above.
+  if (probe) BAGUA_TRY(measure_overlap(*probe, options, p, &p.overlap));
   MPI_Comm_free(&host);
   m.notes.push_back("latency: median one-way time of " + std::to_string(kLatencyRounds) +
-                    " ping-pongs of 8 bytes from rank 0; bandwidth: 4 MiB sent right and "
-                    "received from the left by every rank of the ring at once (best of "
-                    "rounds filling 0.2 s, at least 5)");
+                    " ping-pongs of 8 bytes from rank 0; bandwidth: 4 MiB (or up to 64 MiB, "
+                    "so that a round lasts 25 ms) sent right and received from the left by "
+                    "every rank of the ring at once (best of rounds filling 0.2 s, at least 5)");
   m.notes.push_back(
       "all-to-all efficiency: 4 MiB per rank sent to all others at once, against the link "
       "rate; all-to-all round: 16 dependent rounds of 8 bytes to every other rank; call "
-      "checks: the library's own (BAGUA_CHECK_CALLS); overlap: q8 "
-      "encodes lasting about as long as a ring exchange, between tests of "
-      "its requests, against both alone; messages through bagua's transport "
-      "(BAGUA_TRANSPORT, BAGUA_MPI_PIECE_BYTES)");
+      "checks: the library's own (BAGUA_CHECK_CALLS); overlap: the library's q8 "
+      "allreduce of 4 MiB (or up to 64 MiB, so that its transfer lasts 25 ms) against "
+      "the model's time for it without overlap; messages "
+      "through bagua's transport (BAGUA_TRANSPORT, BAGUA_MPI_PIECE_BYTES)");
   if (args.ranks_per_node == 0)
     m.notes.push_back("nodes: ranks sharing memory (MPI_COMM_TYPE_SHARED)");
   if (leaders != MPI_COMM_NULL) MPI_Comm_free(&leaders);
