@@ -105,6 +105,11 @@ class Probe {
   int rank() const { return t_->rank(); }
   int size() const { return t_->size(); }
   Deadline deadline() const { return Deadline::after_ms(timeout_ms_); }
+  // A library call's context on the probe's transport, in `tags` (apart
+  // from the raw tags the probe's own exchanges use).
+  AlgoContext call_context(CallTags tags, Bytes &scratch, const Options &options) {
+    return AlgoContext{*t_, tags, deadline(), scratch, options.segment_bytes};
+  }
 
  private:
   explicit Probe(int64_t timeout_ms) : timeout_ms_(timeout_ms) {}
@@ -112,6 +117,10 @@ class Probe {
   MPI_Comm dup_ = MPI_COMM_NULL;
   std::unique_ptr<Transport> t_;
 };
+
+// Tags of the library calls the probes make (above the raw tags 1-4 of the
+// probes' own exchanges): the call checks, the q8 allreduce.
+constexpr CallTags kCheckTags{32, 31}, kOverlapTags{64, 63};
 
 // Posts a receive of `bytes` from the left and a send to the right, as a
 // ring step does; requests[0] is the receive.
@@ -265,22 +274,18 @@ Status measure_call_checks(Probe &probe, const Options &options, CostParams *p) 
   const Call call = float_call(Wire::exact, 1);
   const std::vector<int> peers = ring_neighbours(probe.rank(), probe.size());
   Bytes scratch;
-  const auto context = [&] {
-    return AlgoContext{probe.transport(), CallTags{32, 31}, probe.deadline(), scratch,
-                       options.segment_bytes};
-  };
   double all = 0;
   BAGUA_TRY(timed_dependent_rounds(
       probe,
       [&] {
-        AlgoContext ctx = context();
+        AlgoContext ctx = probe.call_context(kCheckTags, scratch, options);
         return agree_on_call(ctx, call, Schedule::ring, options);
       },
       &all));
   BAGUA_TRY(timed_dependent_rounds(
       probe,
       [&] {
-        AlgoContext ctx = context();
+        AlgoContext ctx = probe.call_context(kCheckTags, scratch, options);
         return agree_with_peers(ctx, call, 0, peers, options);
       },
       &p->peer_check_s));
@@ -350,9 +355,8 @@ class CacheEviction {
 // A computation's time on every rank at once, per host (best_time), each
 // round from cold caches.
 template <class Body>
-double timed_on_all(MPI_Comm comm, MPI_Comm host, Body body) {
+double timed_on_all(MPI_Comm comm, MPI_Comm host, CacheEviction &evict, Body body) {
   double t = 0;
-  CacheEviction evict(host);
   best_time(
       comm, host,
       [&] {
@@ -380,7 +384,8 @@ void measure_codecs(MPI_Comm comm, MPI_Comm host, const Options &options, size_t
   const size_t segment = std::min(count, std::max<size_t>(options.segment_bytes / 4, 1));
   const std::vector<float> src = gradient_like(count);
   std::vector<float> acc(segment), dst(count);
-  const double sum_s = timed_on_all(comm, host, [&] {
+  CacheEviction evict(host);
+  const double sum_s = timed_on_all(comm, host, evict, [&] {
     reduce_combine(dst.data(), dst.data(), src.data(), count, DType::f32, ReduceOp::sum);
   });
   m->params.reduce_bytes_per_s = double(bytes) / sum_s;
@@ -396,18 +401,18 @@ void measure_codecs(MPI_Comm comm, MPI_Comm host, const Options &options, size_t
       for (size_t begin = 0, k = 0; begin < count; begin += segment, ++k)
         pass(begin, std::min(segment, count - begin), encoded.data() + k * slot);
     };
-    const double enc = timed_on_all(comm, host, [&] {
+    const double enc = timed_on_all(comm, host, evict, [&] {
       each_segment([&](size_t begin, size_t n, unsigned char *out) {
         c.codec->encode(ChunkCodec::Stage::contribution, begin, src.data() + begin, DType::f32, n,
                         out);
       });
     });
-    const double accumulate = timed_on_all(comm, host, [&] {
+    const double accumulate = timed_on_all(comm, host, evict, [&] {
       each_segment([&](size_t, size_t n, unsigned char *in) {
         c.codec->decode_accumulate(in, c.codec->encoded_bytes(n), n, acc.data());
       });
     });
-    const double decode = timed_on_all(comm, host, [&] {
+    const double decode = timed_on_all(comm, host, evict, [&] {
       each_segment([&](size_t begin, size_t n, unsigned char *in) {
         c.codec->decode(in, c.codec->encoded_bytes(n), n, dst.data() + begin, DType::f32);
       });
@@ -513,8 +518,7 @@ Status measure_overlap(Probe &probe, const Options &options, const CostParams &p
   BAGUA_TRY(timed_exchange(
       probe,
       [&] {
-        AlgoContext ctx{probe.transport(), CallTags{64, 63}, probe.deadline(), scratch,
-                        options.segment_bytes};
+        AlgoContext ctx = probe.call_context(kOverlapTags, scratch, options);
         return run_flat(ctx, call, Schedule::bytegrad, options);
       },
       &measured));

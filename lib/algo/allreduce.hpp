@@ -28,4 +28,11 @@ Status allreduce_recursive_doubling(AlgoContext &ctx, const AllreduceArgs &args)
 size_t ring_bytes_sent(size_t count, DType t, int rank, int ranks);
 size_t recursive_doubling_bytes_sent(size_t count, DType t, int rank, int ranks);
 
+// The ranks recursive doubling exchanges among: the largest power of two p
+// <= ranks (ranks >= 1).
+int recursive_doubling_group(int ranks);
+// Its steps among `ranks`: log2 p exchanges, and 2 more (fold in, result
+// back) when ranks > p.
+int recursive_doubling_steps(int ranks);
+
 }  // namespace bagua

@@ -16,7 +16,7 @@ class RecursiveDoubling {
         n_(t_.size()),
         r_(t_.rank()),
         bytes_(args.count * dtype_size(args.dtype)),
-        pow2_(largest_pow2(n_)),
+        pow2_(recursive_doubling_group(n_)),
         rem_(n_ - pow2_) {}
 
   Status run() {
@@ -39,11 +39,6 @@ class RecursiveDoubling {
   }
 
  private:
-  static int largest_pow2(int n) {
-    int p = 1;
-    while (p * 2 <= n) p *= 2;
-    return p;
-  }
   int real_rank(int vrank) const { return vrank < rem_ ? 2 * vrank + 1 : vrank + rem_; }
 
   Status send(int peer, uint32_t step) {
@@ -90,13 +85,24 @@ class RecursiveDoubling {
 
 }  // namespace
 
+int recursive_doubling_group(int ranks) {
+  int pow2 = 1;
+  while (pow2 * 2 <= ranks) pow2 *= 2;
+  return pow2;
+}
+
+int recursive_doubling_steps(int ranks) {
+  int steps = 0;
+  for (int pow2 = recursive_doubling_group(ranks); pow2 > 1; pow2 /= 2) ++steps;
+  return steps + (ranks > recursive_doubling_group(ranks) ? 2 : 0);
+}
+
 size_t recursive_doubling_bytes_sent(size_t count, DType t, int rank, int ranks) {
   // With p the largest power of two <= n and e = n - p: ranks below 2e fold
   // in pairs (the even one sends once), p ranks exchange log2 p times, and the
   // odd folding ranks send the result back.
-  int pow2 = 1, rounds = 0;
-  while (pow2 * 2 <= ranks) pow2 *= 2, ++rounds;
-  const int extra = ranks - pow2;
+  const int extra = ranks - recursive_doubling_group(ranks);
+  const int rounds = recursive_doubling_steps(ranks) - (extra > 0 ? 2 : 0);
   const int messages = rank >= 2 * extra ? rounds : rank % 2 == 0 ? 1 : rounds + 1;
   return size_t(messages) * count * dtype_size(t);
 }

@@ -80,9 +80,9 @@ Estimate ring(const CostParams &p, size_t count) {
 // Recursive doubling: log2(p) exchanges of the whole buffer among the largest
 // power of two p <= n, plus a fold-in and a result-back step when n > p.
 Estimate recursive_doubling(const CostParams &p, size_t count) {
-  const int n = p.ranks, steps_total = recursive_doubling_steps(n);
-  const int fold = (n & (n - 1)) != 0 ? 1 : 0, rounds = steps_total - 2 * fold;
-  const double bytes = 4.0 * double(count), steps = steps_total;
+  const int n = p.ranks, fold = n > recursive_doubling_group(n) ? 1 : 0;
+  const double bytes = 4.0 * double(count), steps = recursive_doubling_steps(n);
+  const double rounds = steps - 2 * fold;
   const LinkCost &link = p.flat_link();
   const double reduced = (rounds + fold) * bytes;
   Estimate e = combine(p, steps * link.seconds(bytes), reduced / p.reduce_bytes_per_s,
@@ -241,15 +241,6 @@ size_t wire_message_bytes(Wire wire, size_t count, size_t block) {
   return bytes;
 }
 
-int recursive_doubling_steps(int n) {
-  int pow2 = 1, steps = 0;
-  while (pow2 * 2 <= n) {
-    pow2 *= 2;
-    steps++;
-  }
-  return steps + (n > pow2 ? 2 : 0);
-}
-
 bool is_averaging(Algorithm a) {
   return a == Algorithm::decentralized_all || a == Algorithm::decentralized_shift_one ||
          a == Algorithm::decentralized_ring || a == Algorithm::lowprec_ring;
@@ -300,12 +291,12 @@ Estimate predict_time(const CostParams &p, const AlgorithmRow &row, size_t count
 }
 
 // The call check every call pays before its data moves: peer averaging
-// agrees with its peers, every other call among all ranks (hierarchical
-// calls too, before the node reduce).
+// agrees with its peers, every other call among all ranks (`all`, the
+// blocking exact average, and hierarchical calls too, before the node
+// reduce).
 double call_check_seconds(const CostParams &p, const AlgorithmRow &row) {
-  const bool with_peers = row.algorithm == Algorithm::decentralized_shift_one ||
-                          row.algorithm == Algorithm::decentralized_ring ||
-                          row.algorithm == Algorithm::lowprec_ring;
+  const bool with_peers =
+      is_averaging(row.algorithm) && row.algorithm != Algorithm::decentralized_all;
   return with_peers ? p.peer_check_s : recursive_doubling_steps(p.ranks) * p.call_check_step_s;
 }
 

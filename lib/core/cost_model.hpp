@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../algo/allreduce.hpp"
 #include "../base/dtype.hpp"
 #include "call.hpp"
 
@@ -110,10 +111,6 @@ size_t wire_message_bytes(Wire wire, size_t count, size_t block);
 
 // Time of one step of `row` on a float32 buffer of `count` elements.
 Estimate predict(const CostParams &p, const AlgorithmRow &row, size_t count);
-
-// Steps of recursive doubling among n ranks: log2 p among the largest power
-// of two p <= n, and 2 more (fold in, result back) when n > p.
-int recursive_doubling_steps(int n);
 
 // Whether the row exchanges gradients (an allreduce) or averages weights.
 bool is_averaging(Algorithm a);
