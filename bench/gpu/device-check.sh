@@ -25,7 +25,8 @@ fi
 ninja -C build-gpu >"$out/build.txt" 2>&1 || { tail -30 "$out/build.txt"; exit 1; }
 status=0
 meson test -C build-gpu --print-errorlogs codec-q8 codec-cast codec-sign codec-cuda \
-  compressed_cuda-np1 compressed_cuda-np2 compressed_cuda-np3 >"$out/tests.txt" 2>&1 || status=1
+  device_buffers_cuda-np1 device_buffers_cuda-np2 device_buffers_cuda-np3 \
+  device_buffers-np2-mpi device_buffers-np3-mpi >"$out/tests.txt" 2>&1 || status=1
 cp build-gpu/meson-logs/testlog.txt "$out/" 2>/dev/null
 build-gpu/bench/gpu/bagua-bench-codec-cuda "$@" >"$out/rates.txt" 2>&1 || status=1
 tail -15 "$out/tests.txt"

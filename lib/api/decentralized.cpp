@@ -58,8 +58,7 @@ Status decentralized_average(const void *sendbuf, void *recvbuf, int count, MPI_
   BAGUA_TRY(use.status());
   // A local step: no communication.
   if (step % interval != 0) {
-    if (call.src != call.dst) std::memcpy(call.dst, call.src, call.count * dtype_size(call.dtype));
-    return BAGUA_SUCCESS;
+    return copy_input_to_output(call);
   }
   return run_peer_average(*c, call, peer_mode, step / interval);
 }

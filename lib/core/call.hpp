@@ -36,6 +36,8 @@ struct SignFeedback {
   std::vector<float> contribution, reduced;
 };
 
+class DeviceScratch;
+
 struct Call {
   Family family;
   Wire wire;
@@ -47,6 +49,9 @@ struct Call {
   Memory memory;
   SignFeedback *feedback;  // Wire::sign only
   MPI_Comm comm;           // the user's communicator (device calls: its CUDA stream)
+  // Device calls: the communicator's device scratch, set by the core just
+  // before a device codec runs (with_runnable_buffers); nullptr otherwise.
+  DeviceScratch *scratch = nullptr;
 };
 
 // A reduction's arguments as MPI_Allreduce takes them: buffers (NULL only

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "../base/env.hpp"
+#include "../mc/device_scratch.hpp"
 #include "../transport/locked_transport.hpp"
 #include "../transport/mpi_bounded.hpp"
 #include "../transport/mpi_transport.hpp"
@@ -176,6 +177,17 @@ AlgoContext Communicator::next_call() { return call_in_slot(next_slot_++, scratc
 AlgoContext Communicator::call_in_slot(uint64_t slot, Bytes &scratch) {
   return AlgoContext{*transport_, tags_.call(slot), Deadline::after_ms(options_.timeout_ms),
                      scratch, options_.segment_bytes};
+}
+
+Status Communicator::device_scratch(DeviceScratch **out) {
+  if (!device_scratch_) {
+    Device *device = active_device();
+    if (device == nullptr)
+      return fail(BAGUA_ERR_INTERNAL, "a device buffer without an active device");
+    device_scratch_ = std::make_unique<DeviceScratch>(*device);
+  }
+  *out = device_scratch_.get();
+  return BAGUA_SUCCESS;
 }
 
 Status Communicator::hierarchy(Hierarchy **out) {

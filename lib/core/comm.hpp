@@ -20,6 +20,7 @@
 
 namespace bagua {
 
+class DeviceScratch;
 class Hierarchy;
 
 // State of one collective family that lives as long as its communicator
@@ -76,6 +77,11 @@ class Communicator {
   bool try_acquire() { return !in_use_.exchange(true); }
   void release() { in_use_.store(false); }
 
+  // The device and page-locked scratch of this communicator's device-buffer
+  // calls, created on the first one (on the active device); fails when no
+  // device is active.
+  Status device_scratch(DeviceScratch **out);
+
   // Node and node-leader sub-communicators of hierarchical mode, created
   // (collectively) on the first call that needs them.
   Status hierarchy(Hierarchy **out);
@@ -114,6 +120,7 @@ class Communicator {
   Bytes scratch_;
   FailureState failure_;
   std::atomic<bool> in_use_{false};
+  std::unique_ptr<DeviceScratch> device_scratch_;
   std::unique_ptr<Hierarchy> hierarchy_;
   std::array<std::unique_ptr<CommExtension>, kExtensionKeys> extensions_;
 };

@@ -7,8 +7,8 @@
 #include "../algo/reduce.hpp"
 #include "../algo/request_set.hpp"
 #include "../algo/subgroup.hpp"
-#include "../mc/cuda_codecs.hpp"
 #include "../mc/cuda_stream.hpp"
+#include "../mc/device_codecs.hpp"
 #include "comm.hpp"
 #include "hierarchy.hpp"
 #include "support.hpp"
@@ -48,6 +48,9 @@ int divisor_of(const Call &call, int ranks) { return call.op == ReduceOp::avg ? 
 Status run_compressed(AlgoContext &ctx, const Call &call, const Options &options, PhaseSink *sink) {
   const int ranks = ctx.transport.size();
   const std::unique_ptr<ChunkCodec> codec = make_call_codec(call, ranks, options);
+  if (codec == nullptr)
+    return fail(BAGUA_ERR_INTERNAL, "no %s codec for %s memory", wire_name(call.wire),
+                call.memory == Memory::cuda ? "device" : "host");
   const CompressedArgs args{call.src,   call.dtype, call.dst,
                             call.dtype, call.count, divisor_of(call, ranks)};
   if (sink == nullptr) return allreduce_compressed(ctx, *codec, args);
@@ -91,6 +94,60 @@ Status mismatch(const Call &call, const char *who) {
               "rank called %s/%s of %zu x %s with %s",
               who, family_name(call.family), wire_name(call.wire), call.count,
               dtype_name(call.dtype), op_name(call.op));
+}
+
+// The user's device buffer copied into c's page-locked scratch: *host is
+// the call in place on the copy, in host memory.
+Status stage_to_host(Communicator &c, const Call &call, Call *host) {
+  DeviceScratch *scratch = nullptr;
+  BAGUA_TRY(c.device_scratch(&scratch));
+  const size_t bytes = call.count * dtype_size(call.dtype);
+  void *copy = scratch->on_host(ScratchUse::staged, bytes);
+  if (copy == nullptr)
+    return fail(BAGUA_ERR_OUT_OF_MEMORY, "%zu bytes of page-locked staging memory", bytes);
+  Device &device = scratch->device();
+  void *stream = cuda_stream_of(call.comm);
+  BAGUA_TRY(device.copy(copy, call.src, bytes, stream));
+  BAGUA_TRY(device.synchronize(stream));
+  *host = call;
+  host->src = host->dst = copy;
+  host->memory = Memory::host;
+  return BAGUA_SUCCESS;
+}
+
+// The staged call's result back into the user's device buffer.
+Status unstage(Communicator &c, const Call &call, const Call &host) {
+  DeviceScratch *scratch = nullptr;
+  BAGUA_TRY(c.device_scratch(&scratch));
+  Device &device = scratch->device();
+  void *stream = cuda_stream_of(call.comm);
+  BAGUA_TRY(device.copy(call.dst, host.dst, call.count * dtype_size(call.dtype), stream));
+  return device.synchronize(stream);
+}
+
+// Runs body(call) on buffers its schedule can use; the one place that
+// decides how a call's memory reaches the algorithms:
+// - aligned host buffers as they are; misaligned ones through an aligned
+//   copy (with_aligned_buffers);
+// - aligned device buffers of a call with a device schedule (runs_on_device)
+//   as they are, with c's device scratch for the device codec;
+// - other device buffers staged through c's page-locked scratch: copied to
+//   the host on the call's stream, run there in place, copied back. The call
+//   returns with the result in recvbuf and the stream synchronized.
+template <class Body>
+Status with_runnable_buffers(Communicator &c, const Call &call, Body &&body) {
+  if (call.memory != Memory::cuda || call.count == 0) return with_aligned_buffers(call, body);
+  const size_t bytes = call.count * dtype_size(call.dtype);
+  if (buffers_aligned(call) &&
+      runs_on_device(SelectionSettings::from(c.options()), call.family, call.wire, bytes)) {
+    Call on_device = call;
+    BAGUA_TRY(c.device_scratch(&on_device.scratch));
+    return body(on_device);
+  }
+  Call host;
+  BAGUA_TRY(c.record(stage_to_host(c, call, &host)));
+  BAGUA_TRY(body(host));
+  return c.record(unstage(c, call, host));
 }
 
 }  // namespace
@@ -144,10 +201,6 @@ bool buffers_aligned(const Call &call) {
 }
 
 Status AlignedStaging::stage(const Call &call, Call *staged) {
-  if (call.memory == Memory::cuda)
-    return fail(BAGUA_ERR_INVALID_ARGUMENT,
-                "CUDA device buffers must be aligned to the element size (%zu bytes)",
-                dtype_size(call.dtype));
   // 8-byte words: aligned for every element type.
   const size_t bytes = call.count * dtype_size(call.dtype);
   words_.resize((bytes + 7) / 8);
@@ -166,10 +219,10 @@ std::unique_ptr<ChunkCodec> make_call_codec(const Call &call, int ranks, const O
   const auto block = static_cast<uint32_t>(call.wire == Wire::q4 ? options.compressed.q4_block
                                                                  : options.compressed.codec_block);
   const Prescale p = prescale_of(call, ranks);
-  if (call.memory == Memory::cuda)
-    return make_device_codec(call.wire, block, p.contribution, p.reduced,
-                             cuda_stream_of(call.comm));
-  return host_codec(call, block, p);
+  if (call.memory != Memory::cuda) return host_codec(call, block, p);
+  if (call.scratch == nullptr) return nullptr;
+  return make_device_codec(call.wire, block, p.contribution, p.reduced, *call.scratch,
+                           cuda_stream_of(call.comm));
 }
 
 Status run_flat(AlgoContext &ctx, const Call &call, Schedule schedule, const Options &options,
@@ -186,24 +239,39 @@ Status run_flat(AlgoContext &ctx, const Call &call, Schedule schedule, const Opt
 }
 
 Status run_blocking(Communicator &c, const Call &call) {
-  Schedule schedule;
-  BAGUA_TRY(select_schedule(SelectionSettings::from(c.options()), call.family, call.wire,
-                            call.count * dtype_size(call.dtype), call.memory, &schedule));
-  return with_aligned_buffers(call, [&](const Call &aligned_call) {
-    if (schedule == Schedule::hierarchical) return run_hierarchical(c, aligned_call);
+  return with_runnable_buffers(c, call, [&](const Call &ready) {
+    Schedule schedule;
+    BAGUA_TRY(select_schedule(SelectionSettings::from(c.options()), ready.family, ready.wire,
+                              ready.count * dtype_size(ready.dtype), ready.memory, &schedule));
+    if (schedule == Schedule::hierarchical) return run_hierarchical(c, ready);
     AlgoContext ctx = c.next_call();
-    return c.record(run_flat(ctx, aligned_call, schedule, c.options()));
+    return c.record(run_flat(ctx, ready, schedule, c.options()));
   });
+}
+
+Status copy_input_to_output(const Call &call) {
+  const size_t bytes = call.count * dtype_size(call.dtype);
+  if (call.src == call.dst || bytes == 0) return BAGUA_SUCCESS;
+  if (call.memory != Memory::cuda) {
+    std::memcpy(call.dst, call.src, bytes);
+    return BAGUA_SUCCESS;
+  }
+  Device *device = active_device();
+  if (device == nullptr)
+    return fail(BAGUA_ERR_INTERNAL, "a device buffer without an active device");
+  void *stream = cuda_stream_of(call.comm);
+  BAGUA_TRY(device->copy(call.dst, call.src, bytes, stream));
+  return device->synchronize(stream);
 }
 
 Status run_peer_average(Communicator &c, const Call &call, PeerMode mode, int round) {
   if (mode == PeerMode::all) return run_blocking(c, call);
   const std::vector<int> peers = peers_of(mode, c.rank(), c.size(), round);
-  return with_aligned_buffers(call, [&](const Call &a) {
+  return with_runnable_buffers(c, call, [&](const Call &ready) {
     AlgoContext ctx = c.next_call();
     const uint64_t schedule = uint64_t(mode) << 32 | uint32_t(round);
-    BAGUA_TRY(c.record(agree_with_peers(ctx, a, schedule, peers, c.options())));
-    return c.record(average_with_peers(ctx, a.src, a.dst, a.count, a.dtype, peers));
+    BAGUA_TRY(c.record(agree_with_peers(ctx, ready, schedule, peers, c.options())));
+    return c.record(average_with_peers(ctx, ready.src, ready.dst, ready.count, ready.dtype, peers));
   });
 }
 
@@ -217,15 +285,21 @@ Status agree_with_neighbours(Communicator &c, AlgoContext &ctx, const Call &call
 }
 
 Status run_lowprec_init(Communicator &c, const Call &call, LowprecReplicas *replicas) {
-  AlgoContext ctx = c.next_call();
-  BAGUA_TRY(agree_with_neighbours(c, ctx, call));
-  return c.record(lowprec_init(ctx, call.src, call.count, call.dtype, codec_block(c), replicas));
+  return with_runnable_buffers(c, call, [&](const Call &ready) {
+    AlgoContext ctx = c.next_call();
+    BAGUA_TRY(agree_with_neighbours(c, ctx, ready));
+    return c.record(
+        lowprec_init(ctx, ready.src, ready.count, ready.dtype, codec_block(c), replicas));
+  });
 }
 
 Status run_lowprec_step(Communicator &c, const Call &call, LowprecReplicas *replicas) {
-  AlgoContext ctx = c.next_call();
-  BAGUA_TRY(agree_with_neighbours(c, ctx, call));
-  return c.record(lowprec_step(ctx, call.dst, call.count, call.dtype, codec_block(c), replicas));
+  return with_runnable_buffers(c, call, [&](const Call &ready) {
+    AlgoContext ctx = c.next_call();
+    BAGUA_TRY(agree_with_neighbours(c, ctx, ready));
+    return c.record(
+        lowprec_step(ctx, ready.dst, ready.count, ready.dtype, codec_block(c), replicas));
+  });
 }
 
 Status average_in_group(AlgoContext &ctx, const Call &call, Schedule schedule, double weight,
@@ -244,11 +318,11 @@ Status run_group_average(Communicator &c, const Call &call, std::span<const int>
   SubgroupTransport view(c.transport(), members, local);
   AlgoContext ctx{view, c.tags().call(static_cast<uint64_t>(group_id)),
                   Deadline::after_ms(c.options().timeout_ms), scratch, c.options().segment_bytes};
-  Schedule schedule;
-  BAGUA_TRY(select_schedule(SelectionSettings::from(c.options()), call.family, call.wire,
-                            call.count * dtype_size(call.dtype), call.memory, &schedule));
-  return with_aligned_buffers(call, [&](const Call &aligned_call) {
-    return c.record(average_in_group(ctx, aligned_call, schedule, weight, c.options()));
+  return with_runnable_buffers(c, call, [&](const Call &ready) {
+    Schedule schedule;
+    BAGUA_TRY(select_schedule(SelectionSettings::from(c.options()), ready.family, ready.wire,
+                              ready.count * dtype_size(ready.dtype), ready.memory, &schedule));
+    return c.record(average_in_group(ctx, ready, schedule, weight, c.options()));
   });
 }
 

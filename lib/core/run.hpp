@@ -42,7 +42,7 @@ bool buffers_aligned(const Call &call);
 // An aligned, in-place copy of a call's input, for buffers that are not.
 class AlignedStaging {
  public:
-  // *staged is `call` on the copy (fails for CUDA buffers).
+  // *staged is `call` on the copy (host buffers).
   Status stage(const Call &call, Call *staged);
   // The copy's result into call.dst.
   void copy_back(const Call &call) const;
@@ -75,6 +75,10 @@ Status run_flat(AlgoContext &ctx, const Call &call, Schedule schedule, const Opt
 // A blocking call on c, the user communicator's state: selects the
 // schedule, runs it flat or hierarchically, records a failure in c.
 Status run_blocking(Communicator &c, const Call &call);
+
+// recvbuf = sendbuf (none when in place), in the call's memory: a
+// decentralized step between averaging rounds.
+Status copy_input_to_output(const Call &call);
 
 // Decentralized averaging in `round`: `all` is the blocking exact average;
 // shift_one and ring exchange with their peers of the round.

@@ -25,16 +25,38 @@ void add_exact_rules(const SelectionSettings &s, std::vector<ScoreRow> *rows) {
     rows->push_back({Wire::exact, Schedule::recursive_doubling, 0, kAny, kHost, kForced});
 }
 
+// The families whose compressed calls run a ByteGrad schedule (low-precision
+// decentralized averaging runs its own ring).
+bool runs_bytegrad(Family f) {
+  return f == Family::allreduce || f == Family::iallreduce || f == Family::bucket ||
+         f == Family::partial;
+}
+
 void add_compressed_rules(const SelectionSettings &s, Family family, std::vector<ScoreRow> *rows) {
+  if (!runs_bytegrad(family)) return;
   // Hierarchical mode replaces the flat schedule of the blocking calls
   // (host memory only); the other families always run flat.
   const bool hierarchical = s.hierarchical && family == Family::allreduce;
   for (Wire w : {Wire::q8, Wire::q4, Wire::fp16, Wire::bf16, Wire::sign}) {
+    // Device codecs serve the blocking allreduce; sign's error feedback
+    // lives on the host, so it has none. The core stages the others.
+    const uint8_t memory = family == Family::allreduce && w != Wire::sign ? kAnyMemory : kHost;
     if (hierarchical)
       rows->push_back({w, Schedule::hierarchical, 0, kAny, kHost, kForced});
     else
-      rows->push_back({w, Schedule::bytegrad, 0, kAny, kAnyMemory, kDefault});
+      rows->push_back({w, Schedule::bytegrad, 0, kAny, memory, kDefault});
   }
+}
+
+const ScoreRow *best_row(const std::vector<ScoreRow> &rows, Wire wire, size_t bytes,
+                         Memory memory) {
+  const ScoreRow *best = nullptr;
+  for (const ScoreRow &row : rows) {
+    const bool applies = row.wire == wire && bytes >= row.min_bytes && bytes <= row.max_bytes &&
+                         (row.memory & (1u << unsigned(memory)));
+    if (applies && (best == nullptr || row.score > best->score)) best = &row;
+  }
+  return best;
 }
 
 }  // namespace
@@ -48,19 +70,18 @@ std::vector<ScoreRow> score_table(const SelectionSettings &settings, Family fami
 
 Status select_schedule(const SelectionSettings &settings, Family family, Wire wire, size_t bytes,
                        Memory memory, Schedule *out) {
-  const ScoreRow *best = nullptr;
   const std::vector<ScoreRow> rows = score_table(settings, family);
-  for (const ScoreRow &row : rows) {
-    const bool applies = row.wire == wire && bytes >= row.min_bytes && bytes <= row.max_bytes &&
-                         (row.memory & (1u << unsigned(memory)));
-    if (applies && (best == nullptr || row.score > best->score)) best = &row;
-  }
+  const ScoreRow *best = best_row(rows, wire, bytes, memory);
   if (best == nullptr)
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "no %s schedule runs on %s memory%s; pass host memory",
                 wire_name(wire), memory == Memory::cuda ? "CUDA device" : "host",
                 settings.hierarchical ? " with BAGUA_HIERARCHICAL=1" : "");
   *out = best->schedule;
   return BAGUA_SUCCESS;
+}
+
+bool runs_on_device(const SelectionSettings &settings, Family family, Wire wire, size_t bytes) {
+  return best_row(score_table(settings, family), wire, bytes, Memory::cuda) != nullptr;
 }
 
 const char *schedule_name(Schedule s) {

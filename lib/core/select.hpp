@@ -53,6 +53,12 @@ std::vector<ScoreRow> score_table(const SelectionSettings &settings, Family fami
 Status select_schedule(const SelectionSettings &settings, Family family, Wire wire, size_t bytes,
                        Memory memory, Schedule *out);
 
+// Whether a device-buffer call of family, wire and size has a schedule that
+// runs on device memory (the compressed allreduce's device codecs). The core
+// stages every other device-buffer call through page-locked host memory
+// (run.cpp, with_runnable_buffers).
+bool runs_on_device(const SelectionSettings &settings, Family family, Wire wire, size_t bytes);
+
 const char *schedule_name(Schedule s);
 
 }  // namespace bagua

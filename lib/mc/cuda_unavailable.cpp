@@ -1,12 +1,9 @@
-// Built instead of cuda_codecs.cpp when CUDA is disabled or missing: no
-// buffer is ever device memory then (memory_type_of), so no device codec is
-// asked for.
-#include "cuda_codecs.hpp"
+// Built instead of cuda_device.cpp and cuda_codecs.cu when CUDA is disabled
+// or missing: no CUDA device, so no buffer is CUDA memory.
+#include "cuda_device.hpp"
 
 namespace bagua {
 
-std::unique_ptr<ChunkCodec> make_device_codec(Wire, uint32_t, float, float, void *) {
-  return nullptr;
-}
+Device *cuda_device() { return nullptr; }
 
 }  // namespace bagua

@@ -1,41 +1,28 @@
 #include "memory.hpp"
 
-#if BAGUA_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
+#include <atomic>
+
+#include "cuda_device.hpp"
 
 namespace bagua {
-
-#if BAGUA_HAVE_CUDA
 namespace {
 
-// Asked once: without a device (or a driver) every pointer is a host pointer.
-bool cuda_device_present() {
-  static const bool present = [] {
-    int devices = 0;
-    const bool ok = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
-    if (!ok) cudaGetLastError();  // so later CUDA calls do not report this error
-    return ok;
-  }();
-  return present;
-}
+std::atomic<Device *> testing_device{nullptr};
 
 }  // namespace
 
-Memory memory_type_of(const void *p) {
-  if (p == nullptr || !cuda_device_present()) return Memory::host;
-  cudaPointerAttributes attr{};
-  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
-    cudaGetLastError();
-    return Memory::host;
-  }
-  return attr.type == cudaMemoryTypeDevice ? Memory::cuda : Memory::host;
+Device *active_device() {
+  Device *d = testing_device.load(std::memory_order_acquire);
+  return d != nullptr ? d : cuda_device();
 }
 
-#else
+void set_active_device_for_testing(Device *device) {
+  testing_device.store(device, std::memory_order_release);
+}
 
-Memory memory_type_of(const void *) { return Memory::host; }
-
-#endif
+Memory memory_type_of(const void *p) {
+  Device *d = p == nullptr ? nullptr : active_device();
+  return d != nullptr && d->is_device_pointer(p) ? Memory::cuda : Memory::host;
+}
 
 }  // namespace bagua

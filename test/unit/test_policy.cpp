@@ -49,10 +49,10 @@ TEST_CASE("BAGUA_ALLREDUCE_ALGO forces one exact schedule for every size", "[pol
 
 TEST_CASE("compressed wires run ByteGrad; hierarchical only for the blocking calls", "[policy]") {
   SelectionSettings s;
-  for (Wire w : {Wire::q8, Wire::fp16, Wire::bf16, Wire::sign}) {
+  for (Wire w : {Wire::q8, Wire::q4, Wire::fp16, Wire::bf16, Wire::sign})
     CHECK(selected(s, Family::allreduce, w, 4) == Schedule::bytegrad);
+  for (Wire w : {Wire::q8, Wire::q4, Wire::fp16, Wire::bf16})
     CHECK(selected(s, Family::allreduce, w, 4, Memory::cuda) == Schedule::bytegrad);
-  }
   s.hierarchical = true;
   CHECK(selected(s, Family::allreduce, Wire::q8, 4) == Schedule::hierarchical);
   CHECK(selected(s, Family::bucket, Wire::q8, 4) == Schedule::bytegrad);
@@ -69,6 +69,38 @@ TEST_CASE("exact allreduce has no device schedule", "[policy]") {
         BAGUA_ERR_INVALID_ARGUMENT);
 }
 
+TEST_CASE("device buffers run on the device only with the blocking allreduce's codecs",
+          "[policy]") {
+  SelectionSettings s;
+  for (Wire w : {Wire::q8, Wire::q4, Wire::fp16, Wire::bf16})
+    CHECK(runs_on_device(s, Family::allreduce, w, 1 << 20));
+  // sign keeps its error feedback on the host; exact has no device reduction.
+  CHECK_FALSE(runs_on_device(s, Family::allreduce, Wire::sign, 1 << 20));
+  CHECK_FALSE(runs_on_device(s, Family::allreduce, Wire::exact, 1 << 20));
+  // Partial reduce may weight its contribution on the host; low precision
+  // runs its own ring; decentralized averaging is exact.
+  CHECK_FALSE(runs_on_device(s, Family::partial, Wire::q8, 1 << 20));
+  CHECK_FALSE(runs_on_device(s, Family::lowprec, Wire::q8, 1 << 20));
+  CHECK_FALSE(runs_on_device(s, Family::decentralized, Wire::exact, 1 << 20));
+  s.hierarchical = true;
+  CHECK_FALSE(runs_on_device(s, Family::allreduce, Wire::q8, 1 << 20));
+}
+
+TEST_CASE("device buffers: the blocking families take them, the background ones refuse",
+          "[support]") {
+  for (Family f : {Family::allreduce, Family::partial, Family::decentralized})
+    CHECK(check_support(f, Wire::exact, DType::f32, ReduceOp::avg, Memory::cuda) == BAGUA_SUCCESS);
+  CHECK(check_support(Family::allreduce, Wire::sign, DType::f32, ReduceOp::avg, Memory::cuda) ==
+        BAGUA_SUCCESS);
+  CHECK(check_support(Family::lowprec, Wire::q8, DType::f32, ReduceOp::avg, Memory::cuda) ==
+        BAGUA_SUCCESS);
+  for (Family f : {Family::iallreduce, Family::bucket, Family::async}) {
+    CHECK(check_support(f, Wire::exact, DType::f32, ReduceOp::avg, Memory::cuda) ==
+          BAGUA_ERR_INVALID_ARGUMENT);
+    CHECK(message().find("background threads") != std::string::npos);
+  }
+}
+
 TEST_CASE("the support matrix: codecs take float types and sums; exact takes all", "[support]") {
   for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16})
     for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min, ReduceOp::avg})
@@ -83,16 +115,10 @@ TEST_CASE("the support matrix: codecs take float types and sums; exact takes all
   CHECK(message() == "op must be MPI_SUM or BAGUA_AVG for fp16 (got MPI_MAX)");
   CHECK(check_support(Family::allreduce, Wire::bf16, DType::bf16, ReduceOp::avg, Memory::cuda) ==
         BAGUA_SUCCESS);
-  CHECK(check_support(Family::allreduce, Wire::sign, DType::f32, ReduceOp::sum, Memory::cuda) ==
-        BAGUA_ERR_INVALID_ARGUMENT);
   CHECK(check_support(Family::bucket, Wire::sign, DType::f32, ReduceOp::avg, Memory::host) ==
         BAGUA_ERR_INVALID_ARGUMENT);
   CHECK(check_support(Family::lowprec, Wire::q8, DType::f64, ReduceOp::avg, Memory::host) ==
         BAGUA_ERR_UNSUPPORTED_DATATYPE);
-  // State-keeping families take host memory only.
-  for (Family f : {Family::bucket, Family::partial, Family::decentralized, Family::async})
-    CHECK(check_support(f, Wire::exact, DType::f32, ReduceOp::avg, Memory::cuda) ==
-          BAGUA_ERR_INVALID_ARGUMENT);
 }
 
 TEST_CASE("doc/api.md lists the support matrix as the library has it", "[support][doc]") {

@@ -1,0 +1,138 @@
+// Device on the CUDA runtime: each operation is one runtime call or one
+// kernel launch of kernels/cuda (codec_cuda.h) and cuda_codecs.cu.
+#include "cuda_device.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include "codec_cuda.h"
+#include "cuda_codecs.cuh"
+
+namespace bagua {
+namespace {
+
+using codec::CodecStatus;
+namespace gpu = codec::gpu;
+
+cudaStream_t as_stream(void *s) { return static_cast<cudaStream_t>(s); }
+
+// The runtime's error, cleared so that later calls do not report it again.
+Status cuda_failure(cudaError_t e, const char *what) {
+  cudaGetLastError();
+  return fail(BAGUA_ERR_INTERNAL, "%s failed: %s", what, cudaGetErrorString(e));
+}
+
+codec::CastFormat cast_format(Wire w) {
+  return w == Wire::bf16 ? codec::CastFormat::bf16 : codec::CastFormat::fp16;
+}
+
+class CudaDevice final : public Device {
+ public:
+  const char *name() const override { return "cuda"; }
+
+  bool is_device_pointer(const void *p) const override {
+    cudaPointerAttributes attr{};
+    if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return attr.type == cudaMemoryTypeDevice;
+  }
+
+  void *allocate(size_t bytes) override {
+    void *p = nullptr;
+    if (cudaMalloc(&p, bytes) == cudaSuccess) return p;
+    cudaGetLastError();
+    return nullptr;
+  }
+  void release(void *p) override { cudaFree(p); }
+  void *allocate_host(size_t bytes) override {
+    void *p = nullptr;
+    if (cudaMallocHost(&p, bytes) == cudaSuccess) return p;
+    cudaGetLastError();
+    return nullptr;
+  }
+  void release_host(void *p) override { cudaFreeHost(p); }
+
+  Status copy(void *dst, const void *src, size_t bytes, void *stream) override {
+    if (bytes == 0) return BAGUA_SUCCESS;
+    const cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, as_stream(stream));
+    return e == cudaSuccess ? BAGUA_SUCCESS : cuda_failure(e, "cudaMemcpyAsync");
+  }
+  Status synchronize(void *stream) override {
+    const cudaError_t e = cudaStreamSynchronize(as_stream(stream));
+    return e == cudaSuccess ? BAGUA_SUCCESS : cuda_failure(e, "cudaStreamSynchronize");
+  }
+
+  CodecStatus encode(const DeviceCodecSpec &spec, const void *src, DType t, size_t count, void *out,
+                     void *stream) override {
+    switch (spec.wire) {
+      case Wire::q8: return gpu::q8_encode(src, t, count, spec.block, out, as_stream(stream));
+      case Wire::q4: return gpu::q4_encode(src, t, count, spec.block, out, as_stream(stream));
+      case Wire::fp16:
+      case Wire::bf16:
+        return gpu::cast_encode(src, t, count, cast_format(spec.wire), spec.prescale, out,
+                                as_stream(stream));
+      case Wire::exact:
+      case Wire::sign: break;
+    }
+    return CodecStatus::bad_argument;
+  }
+
+  CodecStatus decode(const DeviceCodecSpec &spec, const void *in, size_t bytes, size_t count,
+                     void *dst, DType t, uint32_t *status, void *stream) override {
+    const cudaStream_t s = as_stream(stream);
+    switch (spec.wire) {
+      case Wire::q8: return gpu::q8_decode(in, bytes, count, spec.block, dst, t, status, s);
+      case Wire::q4: return gpu::q4_decode(in, bytes, count, spec.block, dst, t, status, s);
+      case Wire::fp16:
+      case Wire::bf16: return gpu::cast_decode(in, bytes, count, dst, t, status, s);
+      case Wire::exact:
+      case Wire::sign: break;
+    }
+    return CodecStatus::bad_argument;
+  }
+
+  CodecStatus decode_accumulate(const DeviceCodecSpec &spec, const void *in, size_t bytes,
+                                size_t count, float *acc, uint32_t *status, void *stream) override {
+    const cudaStream_t s = as_stream(stream);
+    switch (spec.wire) {
+      case Wire::q8: return gpu::q8_decode_accumulate(in, bytes, count, spec.block, acc, status, s);
+      case Wire::q4: return gpu::q4_decode_accumulate(in, bytes, count, spec.block, acc, status, s);
+      case Wire::fp16:
+      case Wire::bf16: return gpu::cast_decode_accumulate(in, bytes, count, acc, status, s);
+      case Wire::exact:
+      case Wire::sign: break;
+    }
+    return CodecStatus::bad_argument;
+  }
+
+  CodecStatus load_as_float(const void *src, DType t, size_t count, float *out,
+                            void *stream) override {
+    return gpu_load_as_float(src, t, count, out, stream);
+  }
+  CodecStatus divide(float *acc, size_t count, float divisor, void *stream) override {
+    return gpu_divide(acc, count, divisor, stream);
+  }
+  CodecStatus store_from_float(const float *acc, size_t count, void *dst, DType t,
+                               void *stream) override {
+    return gpu_store_from_float(acc, count, dst, t, stream);
+  }
+};
+
+}  // namespace
+
+Device *cuda_device() {
+  // Asked once: without a device (or a driver) no pointer is device memory.
+  static CudaDevice *const device = []() -> CudaDevice * {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    static CudaDevice instance;
+    return &instance;
+  }();
+  return device;
+}
+
+}  // namespace bagua

@@ -1,0 +1,140 @@
+// The device adapters of the compressed allreduce (see device_codecs.hpp).
+#include "device_codecs.hpp"
+
+#include <cstring>
+
+namespace bagua {
+namespace {
+
+using codec::CodecStatus;
+
+CodecStatus as_codec_status(Status s) {
+  return s == BAGUA_SUCCESS ? CodecStatus::ok : CodecStatus::device_error;
+}
+
+class DeviceCodec final : public ChunkCodec {
+ public:
+  DeviceCodec(DeviceCodecSpec spec, float contribution_prescale, float reduced_prescale,
+              DeviceScratch &scratch, void *stream)
+      : spec_(spec),
+        prescale_{contribution_prescale, reduced_prescale},
+        scratch_(scratch),
+        device_(scratch.device()),
+        stream_(stream) {}
+
+  size_t encoded_bytes(size_t count) const override {
+    return device_codec_encoded_bytes(spec_, count);
+  }
+  size_t block_elems() const override {
+    return spec_.wire == Wire::q8 || spec_.wire == Wire::q4 ? spec_.block : 1;
+  }
+
+  CodecStatus encode(Stage stage, size_t, const void *src, DType t, size_t count,
+                     void *out) override {
+    const size_t n = encoded_bytes(count);
+    void *dev = scratch_.on_device(ScratchUse::encoded, n);
+    void *host = scratch_.on_host(ScratchUse::encoded, n);
+    if (dev == nullptr || host == nullptr) return CodecStatus::device_error;
+    DeviceCodecSpec spec = spec_;
+    spec.prescale = prescale_[static_cast<int>(stage)];
+    const CodecStatus st = device_.encode(spec, src, t, count, dev, stream_);
+    if (st != CodecStatus::ok) return st;
+    // Only the encoded bytes cross to the host; the transport needs them now.
+    if (device_.copy(host, dev, n, stream_) != BAGUA_SUCCESS ||
+        device_.synchronize(stream_) != BAGUA_SUCCESS)
+      return CodecStatus::device_error;
+    std::memcpy(out, host, n);
+    return CodecStatus::ok;
+  }
+
+  CodecStatus decode(const void *in, size_t bytes, size_t count, void *dst,
+                     DType t) const override {
+    return decode_staged(in, bytes, [&](const void *dev, uint32_t *status) {
+      return device_.decode(spec_, dev, bytes, count, dst, t, status, stream_);
+    });
+  }
+
+  CodecStatus decode_accumulate(const void *in, size_t bytes, size_t count,
+                                float *acc) const override {
+    return decode_staged(in, bytes, [&](const void *dev, uint32_t *status) {
+      return device_.decode_accumulate(spec_, dev, bytes, count, acc, status, stream_);
+    });
+  }
+
+  float *accumulator(size_t count) override {
+    return static_cast<float *>(scratch_.on_device(ScratchUse::accumulator, count * sizeof(float)));
+  }
+  CodecStatus load_accumulator(const void *src, DType t, size_t count, float *acc) override {
+    return device_.load_as_float(src, t, count, acc, stream_);
+  }
+  CodecStatus divide_accumulator(float *acc, size_t count, float divisor) override {
+    return device_.divide(acc, count, divisor, stream_);
+  }
+  CodecStatus store_accumulator(const float *acc, size_t count, void *dst, DType t) override {
+    const CodecStatus st = device_.store_from_float(acc, count, dst, t, stream_);
+    if (st != CodecStatus::ok) return st;
+    return as_codec_status(device_.synchronize(stream_));
+  }
+
+ private:
+  // Copies the encoded bytes to the device, runs `kernel` on them and waits
+  // for its verdict on the (untrusted) headers.
+  template <class Kernel>
+  CodecStatus decode_staged(const void *in, size_t bytes, Kernel &&kernel) const {
+    void *dev = scratch_.on_device(ScratchUse::encoded, bytes);
+    auto *status =
+        static_cast<uint32_t *>(scratch_.on_device(ScratchUse::verdict, sizeof(uint32_t)));
+    auto *verdict =
+        static_cast<uint32_t *>(scratch_.on_host(ScratchUse::verdict, sizeof(uint32_t)));
+    if (dev == nullptr || status == nullptr || verdict == nullptr) return CodecStatus::device_error;
+    // From pageable memory the copy returns once `in` is staged, so the
+    // schedule may reuse its slot at once.
+    if (device_.copy(dev, in, bytes, stream_) != BAGUA_SUCCESS) return CodecStatus::device_error;
+    const CodecStatus st = kernel(dev, status);
+    if (st != CodecStatus::ok) return st;
+    if (device_.copy(verdict, status, sizeof(uint32_t), stream_) != BAGUA_SUCCESS ||
+        device_.synchronize(stream_) != BAGUA_SUCCESS)
+      return CodecStatus::device_error;
+    return static_cast<CodecStatus>(*verdict);
+  }
+
+  DeviceCodecSpec spec_;
+  float prescale_[2];
+  DeviceScratch &scratch_;
+  Device &device_;
+  void *stream_;
+};
+
+}  // namespace
+
+size_t device_codec_encoded_bytes(const DeviceCodecSpec &spec, size_t count) {
+  switch (spec.wire) {
+    case Wire::q8: return codec::q8_encoded_bytes(count, spec.block);
+    case Wire::q4: return codec::q4_encoded_bytes(count, spec.block);
+    case Wire::fp16:
+    case Wire::bf16: return codec::cast_encoded_bytes(count);
+    case Wire::exact:
+    case Wire::sign: break;
+  }
+  return 0;
+}
+
+std::unique_ptr<ChunkCodec> make_device_codec(Wire wire, uint32_t block,
+                                              float contribution_prescale, float reduced_prescale,
+                                              DeviceScratch &scratch, void *stream) {
+  switch (wire) {
+    case Wire::q8:
+    case Wire::q4:
+      return std::make_unique<DeviceCodec>(DeviceCodecSpec{wire, block}, 1.0f, 1.0f, scratch,
+                                           stream);
+    case Wire::fp16:
+    case Wire::bf16:
+      return std::make_unique<DeviceCodec>(DeviceCodecSpec{wire}, contribution_prescale,
+                                           reduced_prescale, scratch, stream);
+    case Wire::exact:
+    case Wire::sign: break;
+  }
+  return nullptr;
+}
+
+}  // namespace bagua

@@ -1,0 +1,50 @@
+// Device and page-locked host buffers of one communicator's device calls,
+// kept between calls (no allocation on the hot path) and grown when a call
+// needs more. The memory a buffer outgrew is released with the scratch, not
+// inside a call: cudaFree synchronises the whole device.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <vector>
+
+#include "device.hpp"
+
+namespace bagua {
+
+// What each buffer holds: a call's encoded segment, its float32
+// accumulator, a decoder's verdict word, and a staged copy of the user's
+// buffer for the schedules that run on host memory.
+enum class ScratchUse : uint8_t { encoded, accumulator, verdict, staged };
+constexpr size_t kScratchUses = 4;
+
+class DeviceScratch {
+ public:
+  explicit DeviceScratch(Device &device) : device_(device) {}
+  ~DeviceScratch();
+  DeviceScratch(const DeviceScratch &) = delete;
+  DeviceScratch &operator=(const DeviceScratch &) = delete;
+
+  Device &device() const { return device_; }
+  // At least `bytes` (>= 1) bytes of device / page-locked host memory for
+  // `use`, or nullptr when the device is out of memory.
+  void *on_device(ScratchUse use, size_t bytes);
+  void *on_host(ScratchUse use, size_t bytes);
+  // Allocations made so far (tests: a repeated call allocates nothing).
+  size_t allocations() const { return allocations_; }
+
+ private:
+  struct Buffer {
+    void *p = nullptr;
+    size_t bytes = 0;
+  };
+  void *grow(Buffer &b, size_t bytes, bool host);
+
+  Device &device_;
+  std::array<Buffer, kScratchUses> device_buffers_{}, host_buffers_{};
+  // Outgrown memory, released with the scratch.
+  std::vector<void *> retired_device_, retired_host_;
+  size_t allocations_ = 0;
+};
+
+}  // namespace bagua

@@ -1,0 +1,376 @@
+// Device buffers in every collective that takes them: each call's result on
+// device buffers must be bit for bit its result on host buffers of the same
+// inputs (exact, q8, q4, fp16, bf16, sign, decentralized, low-precision
+// decentralized, partial reduce, hierarchical mode; in place and not; a
+// misaligned device buffer), a repeated call allocates no device or
+// page-locked memory, and the calls that cannot take device memory refuse
+// it with a message.
+//
+// Two builds of this file: on the emulated device (test/device/, every CI
+// pass; its device memory faults when the host touches it, so any host
+// access of a device buffer crashes the test) and, with
+// BAGUA_TEST_ON_CUDA, on the CUDA device (exits 77, SKIP, without a GPU),
+// where the calls also run once on a stream of the caller's.
+// Plain main: the skip must happen before any check runs.
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bagua.h"
+#include "counting_device.hpp"
+#include "half.h"
+#include "mc/device.hpp"
+#ifdef BAGUA_TEST_ON_CUDA
+#include <cuda_runtime_api.h>
+
+#include "mc/cuda_device.hpp"
+#else
+#include "emulated_device.hpp"
+#endif
+
+namespace {
+
+int failures = 0;
+int rank = 0, size = 1;
+bagua_test::CountingDevice *device = nullptr;
+
+void expect(bool ok, const std::string &what) {
+  if (ok) return;
+  ++failures;
+  std::fprintf(stderr, "rank %d FAILED: %s\n", rank, what.c_str());
+}
+
+size_t elem_size(MPI_Datatype t) { return t == MPI_DOUBLE ? 8 : t == MPI_FLOAT ? 4 : 2; }
+
+const char *type_name(MPI_Datatype t) {
+  return t == MPI_DOUBLE ? "f64" : t == MPI_FLOAT ? "f32" : t == BAGUA_FLOAT16 ? "f16" : "bf16";
+}
+
+// Closed-form input of this rank, element i, as raw bytes of type t.
+std::vector<unsigned char> input(MPI_Datatype t, int count, int salt = 0) {
+  std::vector<unsigned char> bytes(size_t(count) * elem_size(t));
+  for (int i = 0; i < count; ++i) {
+    const float v = float((i * 7 + rank * 13 + salt * 5) % 97) * 0.25f - 12.0f;
+    unsigned char *out = &bytes[size_t(i) * elem_size(t)];
+    if (t == MPI_DOUBLE) {
+      const double d = v;
+      std::memcpy(out, &d, 8);
+    } else if (t == MPI_FLOAT) {
+      std::memcpy(out, &v, 4);
+    } else {
+      const uint16_t h = t == BAGUA_FLOAT16 ? bagua::float_to_fp16(v) : bagua::float_to_bf16(v);
+      std::memcpy(out, &h, 2);
+    }
+  }
+  return bytes;
+}
+
+// Device memory holding `bytes` (plus `offset` bytes before it, for
+// misaligned buffers), freed at scope exit.
+class DeviceBuffer {
+ public:
+  DeviceBuffer(size_t bytes, size_t offset = 0)
+      : base_(static_cast<unsigned char *>(device->allocate(bytes + offset + 1))),
+        p_(base_ + offset),
+        bytes_(bytes) {
+    if (base_ == nullptr) throw std::bad_alloc();
+  }
+  ~DeviceBuffer() { device->release(base_); }
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+
+  void *get() const { return p_; }
+  void fill(const std::vector<unsigned char> &bytes) {
+    device->copy(p_, bytes.data(), bytes.size(), nullptr);
+    device->synchronize(nullptr);
+  }
+  std::vector<unsigned char> read() const {
+    std::vector<unsigned char> out(bytes_);
+    device->copy(out.data(), p_, bytes_, nullptr);
+    device->synchronize(nullptr);
+    return out;
+  }
+
+ private:
+  unsigned char *base_;
+  unsigned char *p_;
+  size_t bytes_;
+};
+
+// A collective on (sendbuf or MPI_IN_PLACE, recvbuf).
+using Collective = std::function<int(const void *, void *)>;
+
+// Runs `call` on host buffers and on device buffers of the same input and
+// compares the results; `offset` misaligns the device buffers.
+void compare(const std::string &name, const Collective &call, MPI_Datatype t, int count,
+             bool in_place, size_t offset = 0) {
+  const std::string what = name + " " + type_name(t) + " count " + std::to_string(count) +
+                           (in_place ? " in place" : "") + (offset ? " misaligned" : "");
+  const std::vector<unsigned char> in = input(t, count);
+  std::vector<unsigned char> host_out(in.size(), 0);
+  if (in_place) host_out = in;
+  const int host_rc = call(in_place ? MPI_IN_PLACE : in.data(), host_out.data());
+  DeviceBuffer d_in(in.size(), offset), d_out(in.size(), offset);
+  (in_place ? d_out : d_in).fill(in);
+  const int dev_rc = call(in_place ? MPI_IN_PLACE : d_in.get(), d_out.get());
+  expect(host_rc == BAGUA_SUCCESS, what + " on the host: " + bagua_last_error());
+  expect(dev_rc == BAGUA_SUCCESS, what + " on the device: " + bagua_last_error());
+  expect(d_out.read() == host_out, what + ": device result differs from the host's");
+}
+
+using Allreduce = int (*)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+
+Collective allreduce(Allreduce f, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm) {
+  return [=](const void *s, void *r) { return f(s, r, count, t, op, comm); };
+}
+
+void exact_and_codecs(MPI_Comm comm) {
+  for (int count : {1, 1000, 70001})
+    for (MPI_Datatype t : {MPI_FLOAT, MPI_DOUBLE, BAGUA_FLOAT16})
+      for (MPI_Op op : {MPI_SUM, MPI_MAX, BAGUA_AVG})
+        for (bool in_place : {false, true})
+          compare("exact", allreduce(bagua_allreduce, count, t, op, comm), t, count, in_place);
+  const struct {
+    const char *name;
+    Allreduce f;
+  } codecs[] = {{"q8", bagua_allreduce_q8},
+                {"q4", bagua_allreduce_q4},
+                {"fp16", bagua_allreduce_fp16},
+                {"bf16", bagua_allreduce_bf16}};
+  for (const auto &c : codecs)
+    for (int count : {7, 4097, 300001})
+      for (MPI_Datatype t : {MPI_FLOAT, BAGUA_FLOAT16, BAGUA_BFLOAT16})
+        for (MPI_Op op : {MPI_SUM, BAGUA_AVG})
+          for (bool in_place : {false, true})
+            compare(c.name, allreduce(c.f, count, t, op, comm), t, count, in_place);
+  // Misaligned device buffers go through the page-locked staging.
+  compare("q8", allreduce(bagua_allreduce_q8, 4097, MPI_FLOAT, MPI_SUM, comm), MPI_FLOAT, 4097,
+          false, 2);
+  compare("exact", allreduce(bagua_allreduce, 4097, MPI_FLOAT, MPI_SUM, comm), MPI_FLOAT, 4097,
+          true, 2);
+}
+
+// Sign keeps error feedback between calls: two states, one per memory type,
+// must give the same results call after call.
+void sign(MPI_Comm comm) {
+  const int count = 5000;
+  bagua_sign_state_t host_state = nullptr, device_state = nullptr;
+  expect(bagua_sign_state_create(count, comm, &host_state) == BAGUA_SUCCESS, "sign state");
+  expect(bagua_sign_state_create(count, comm, &device_state) == BAGUA_SUCCESS, "sign state");
+  for (int round = 0; round < 3; ++round) {
+    const std::vector<unsigned char> in = input(MPI_FLOAT, count, round);
+    std::vector<unsigned char> host_out(in.size());
+    expect(bagua_allreduce_sign(in.data(), host_out.data(), count, MPI_FLOAT, BAGUA_AVG, comm,
+                                host_state) == BAGUA_SUCCESS,
+           std::string("sign on the host: ") + bagua_last_error());
+    DeviceBuffer d_in(in.size()), d_out(in.size());
+    d_in.fill(in);
+    expect(bagua_allreduce_sign(d_in.get(), d_out.get(), count, MPI_FLOAT, BAGUA_AVG, comm,
+                                device_state) == BAGUA_SUCCESS,
+           std::string("sign on the device: ") + bagua_last_error());
+    expect(d_out.read() == host_out, "sign round " + std::to_string(round) + " differs");
+  }
+  bagua_sign_state_destroy(&host_state);
+  bagua_sign_state_destroy(&device_state);
+}
+
+void decentralized(MPI_Comm comm) {
+  for (bagua_peer_mode mode : {BAGUA_PEER_SHIFT_ONE, BAGUA_PEER_RING, BAGUA_PEER_ALL})
+    for (int step : {0, 1})
+      for (int interval : {1, 2})
+        for (bool in_place : {false, true})
+          compare(
+              "decentralized mode " + std::to_string(int(mode)) + " step " + std::to_string(step) +
+                  " interval " + std::to_string(interval),
+              [=](const void *s, void *r) {
+                return bagua_decentralized_average(s, r, 3001, MPI_FLOAT, mode, step, interval,
+                                                   comm);
+              },
+              MPI_FLOAT, 3001, in_place);
+}
+
+// Low precision: one state on a host buffer, one on a device buffer; the
+// buffers and the replicas must agree after every step.
+void lowprec(MPI_Comm comm) {
+  const int count = 6000;
+  std::vector<unsigned char> host = input(MPI_FLOAT, count);
+  DeviceBuffer dev(host.size());
+  dev.fill(host);
+  bagua_lowprec_t host_state = nullptr, device_state = nullptr;
+  expect(bagua_lowprec_create(host.data(), count, MPI_FLOAT, 1, comm, &host_state) == BAGUA_SUCCESS,
+         std::string("lowprec on the host: ") + bagua_last_error());
+  expect(bagua_lowprec_create(dev.get(), count, MPI_FLOAT, 1, comm, &device_state) == BAGUA_SUCCESS,
+         std::string("lowprec on the device: ") + bagua_last_error());
+  if (host_state == nullptr || device_state == nullptr) return;
+  for (int step = 0; step < 3; ++step) {
+    // The caller's optimizer step: the same change on both buffers.
+    std::vector<unsigned char> moved = input(MPI_FLOAT, count, step + 1);
+    host = moved;
+    dev.fill(moved);
+    expect(bagua_lowprec_step(host_state, host.data()) == BAGUA_SUCCESS, "lowprec host step");
+    expect(bagua_lowprec_step(device_state, dev.get()) == BAGUA_SUCCESS,
+           std::string("lowprec device step: ") + bagua_last_error());
+    expect(dev.read() == host, "lowprec step " + std::to_string(step) + " differs");
+    const float *a = nullptr, *b = nullptr;
+    bagua_lowprec_replicas(host_state, &a, nullptr, nullptr);
+    bagua_lowprec_replicas(device_state, &b, nullptr, nullptr);
+    expect(std::memcmp(a, b, count * sizeof(float)) == 0, "lowprec replicas differ");
+  }
+  bagua_lowprec_destroy(&host_state);
+  bagua_lowprec_destroy(&device_state);
+}
+
+// Every rank in the group (group_size = size), so the groups are known.
+void partial(MPI_Comm comm) {
+  for (bool in_place : {false, true})
+    compare(
+        "partial",
+        [=](const void *s, void *r) {
+          return bagua_partial_reduce(s, r, 2049, MPI_FLOAT, size, comm, nullptr);
+        },
+        MPI_FLOAT, 2049, in_place);
+  bagua_partial_leave(comm);
+}
+
+// BAGUA_HIERARCHICAL=1 (read when a communicator is first used): no device
+// schedule, so the call is staged.
+void hierarchical() {
+  setenv("BAGUA_HIERARCHICAL", "1", 1);
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  compare("hierarchical q8", allreduce(bagua_allreduce_q8, 9000, MPI_FLOAT, MPI_SUM, comm),
+          MPI_FLOAT, 9000, false);
+  MPI_Comm_free(&comm);
+  unsetenv("BAGUA_HIERARCHICAL");
+}
+
+// A call repeated with the same sizes allocates nothing on the device or in
+// page-locked memory (the communicator's scratch is warm).
+void no_allocation_when_repeated(MPI_Comm comm) {
+  const int count = 300001;
+  const std::vector<unsigned char> in = input(MPI_FLOAT, count);
+  DeviceBuffer d_in(in.size()), d_out(in.size());
+  d_in.fill(in);
+  auto calls = [&] {
+    bagua_allreduce_q8(d_in.get(), d_out.get(), count, MPI_FLOAT, MPI_SUM, comm);
+    bagua_allreduce_fp16(d_in.get(), d_out.get(), count, MPI_FLOAT, BAGUA_AVG, comm);
+    bagua_allreduce(d_in.get(), d_out.get(), count, MPI_FLOAT, MPI_SUM, comm);
+    bagua_decentralized_average(d_in.get(), d_out.get(), count, MPI_FLOAT, BAGUA_PEER_RING, 0, 1,
+                                comm);
+  };
+  calls();
+  const size_t before = device->allocations();
+  calls();
+  calls();
+  const size_t allocated = device->allocations() - before;
+  expect(allocated == 0,
+         "repeated device calls allocated " + std::to_string(allocated) + " buffers");
+}
+
+#ifdef BAGUA_TEST_ON_CUDA
+// The calls on a stream of the caller's: the device codec's kernels and the
+// staging copies run on it.
+void on_a_stream(MPI_Comm comm) {
+  cudaStream_t stream;
+  cudaStreamCreate(&stream);
+  expect(bagua_set_cuda_stream(comm, stream) == BAGUA_SUCCESS, "set stream");
+  compare("q8 on a stream", allreduce(bagua_allreduce_q8, 100003, MPI_FLOAT, MPI_SUM, comm),
+          MPI_FLOAT, 100003, false);
+  compare("exact on a stream", allreduce(bagua_allreduce, 100003, MPI_FLOAT, MPI_SUM, comm),
+          MPI_FLOAT, 100003, true);
+  bagua_set_cuda_stream(comm, nullptr);
+  cudaStreamDestroy(stream);
+}
+#endif
+
+void expect_refused(int rc, const char *what, const char *needle) {
+  expect(rc == BAGUA_ERR_INVALID_ARGUMENT, std::string(what) + " is refused");
+  expect(std::strstr(bagua_last_error(), needle) != nullptr,
+         std::string(what) + ": message '" + bagua_last_error() + "'");
+}
+
+void refusals(MPI_Comm comm) {
+  DeviceBuffer dev(4096);
+  std::vector<float> host(1024);
+  expect_refused(bagua_allreduce_q8(host.data(), dev.get(), 1024, MPI_FLOAT, MPI_SUM, comm),
+                 "a host sendbuf with a device recvbuf", "both must be");
+  MPI_Request request = MPI_REQUEST_NULL;
+  expect_refused(
+      bagua_iallreduce(MPI_IN_PLACE, dev.get(), 1024, MPI_FLOAT, MPI_SUM, comm, &request),
+      "bagua_iallreduce on device buffers", "background threads");
+  expect(request == MPI_REQUEST_NULL, "a refused iallreduce leaves no request");
+  bagua_async_t async = nullptr;
+  expect_refused(bagua_async_average_create(dev.get(), 1024, MPI_FLOAT, 0, comm, &async),
+                 "asynchronous averaging of a device buffer", "background threads");
+  bagua_bucket_config config;
+  bagua_bucket_config_init(&config);
+  bagua_bucket_comm_t bc = nullptr;
+  expect(bagua_bucket_comm_create(comm, &config, &bc) == BAGUA_SUCCESS, "bucket comm");
+  int id = -1;
+  expect_refused(bagua_bucket_comm_register(bc, dev.get(), 1024, MPI_FLOAT, &id),
+                 "a device tensor in a bucket", "background threads");
+  bagua_bucket_comm_destroy(&bc);
+}
+
+// The device under test, wrapped so its allocations are counted, made the
+// library's active device.
+#ifdef BAGUA_TEST_ON_CUDA
+bagua::Device *base_device() {
+  int devices = 0;
+  const int mine = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0 ? 1 : 0;
+  int all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (all == 0) return nullptr;
+  cudaSetDevice(rank % devices);  // several ranks may share one GPU
+  return bagua::cuda_device();
+}
+#else
+bagua::Device *base_device() {
+  static bagua_test::EmulatedDevice emulated;
+  return &emulated;
+}
+#endif
+
+bool pick_device() {
+  bagua::Device *base = base_device();
+  if (base == nullptr) return false;
+  static bagua_test::CountingDevice counting(*base);
+  device = &counting;
+  bagua::set_active_device_for_testing(device);
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (!pick_device()) {
+    if (rank == 0) std::printf("no GPU: skipped\n");
+    MPI_Finalize();
+    return 77;
+  }
+  exact_and_codecs(MPI_COMM_WORLD);
+  sign(MPI_COMM_WORLD);
+  decentralized(MPI_COMM_WORLD);
+  lowprec(MPI_COMM_WORLD);
+  partial(MPI_COMM_WORLD);
+  hierarchical();
+  no_allocation_when_repeated(MPI_COMM_WORLD);
+#ifdef BAGUA_TEST_ON_CUDA
+  on_a_stream(MPI_COMM_WORLD);
+#endif
+  refusals(MPI_COMM_WORLD);
+  int any = 0;
+  MPI_Allreduce(&failures, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (rank == 0) std::printf("%s on the %s device\n", any ? "FAILED" : "passed", device->name());
+  MPI_Finalize();
+  return any ? 1 : 0;
+}
