@@ -119,7 +119,7 @@ Status bucket_comm_register(BucketComm &bc, void *ptr, int count, MPI_Datatype d
   Call call;
   BAGUA_TRY(describe_buffer(Family::bucket, Wire::exact, "ptr", ptr, count, datatype, MPI_COMM_NULL,
                             &call));
-  return bc.register_tensor(ptr, call.count, call.dtype, tensor_id);
+  return bc.register_tensor(ptr, call.count, call.dtype, call.memory, tensor_id);
 }
 
 Status bucket_comm_set_algorithm(BucketComm &bc, int bucket,

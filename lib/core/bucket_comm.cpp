@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "../mc/cuda_stream.hpp"
 #include "../transport/mpi_bounded.hpp"
 #include "run.hpp"
 #include "support.hpp"
@@ -44,12 +45,14 @@ Status BucketComm::create(MPI_Comm user_comm, const BucketConfig &config,
   std::unique_ptr<Communicator> comm;
   BAGUA_TRY(Communicator::create_private(user_comm, "bagua_bucket_comm_create (its bucket workers)",
                                          &comm));
-  out->reset(new BucketComm(std::move(comm), config));
+  out->reset(new BucketComm(user_comm, std::move(comm), config));
   return BAGUA_SUCCESS;
 }
 
-BucketComm::BucketComm(std::unique_ptr<Communicator> comm, const BucketConfig &config)
-    : comm_(std::move(comm)),
+BucketComm::BucketComm(MPI_Comm user_comm, std::unique_ptr<Communicator> comm,
+                       const BucketConfig &config)
+    : user_comm_(user_comm),
+      comm_(std::move(comm)),
       config_(config),
       timeline_id_(Timeline::get().next_comm_id()),
       pool_(std::make_unique<WorkerPool>()) {}
@@ -58,12 +61,40 @@ BucketComm::BucketComm(std::unique_ptr<Communicator> comm, const BucketConfig &c
 BucketComm::~BucketComm() {
   pool_.reset();  // buckets in flight finish first
   Timeline::get().write(comm_->rank());
+  if (device_ == nullptr) return;
+  for (Tensor &t : tensors_)
+    if (t.ready_event != nullptr) device_->destroy_event(t.ready_event);
+  if (copy_stream_ != nullptr) device_->destroy_stream(copy_stream_);
 }
 
-Status BucketComm::register_tensor(void *ptr, size_t count, DType t, int *id) {
+// One memory type per communicator; device tensors are packed (no flatten)
+// and get the device's copy stream.
+Status BucketComm::check_memory(size_t count, Memory memory) {
+  if (count == 0) return BAGUA_SUCCESS;  // no bytes to place
+  const bool first =
+      std::none_of(tensors_.begin(), tensors_.end(), [](const Tensor &t) { return t.count > 0; });
+  if (!first && memory != memory_)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "bagua_bucket_comm_register: the tensor is in %s memory but earlier tensors in %s "
+                "memory; a bucketed communicator's tensors share one memory type",
+                memory == Memory::cuda ? "CUDA device" : "host",
+                memory_ == Memory::cuda ? "CUDA device" : "host");
+  if (memory == Memory::cuda && config_.flatten)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "bagua_bucket_comm_register: flatten moves tensors into host storage; CUDA device "
+                "tensors need flatten 0");
+  memory_ = memory;
+  if (memory != Memory::cuda || device_ != nullptr) return BAGUA_SUCCESS;
+  device_ = active_device();
+  if (device_ == nullptr) return fail(BAGUA_ERR_INTERNAL, "a device tensor without a device");
+  return device_->create_stream(&copy_stream_);
+}
+
+Status BucketComm::register_tensor(void *ptr, size_t count, DType t, Memory memory, int *id) {
   if (finalized_)
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
                 "bagua_bucket_comm_register: registration was already finalized");
+  BAGUA_TRY(check_memory(count, memory));
   const auto start = reinterpret_cast<uintptr_t>(ptr);
   const uintptr_t end = start + count * dtype_size(t);
   // The nearest tensor starting at or after `start`, and the one before it.
@@ -82,8 +113,11 @@ Status BucketComm::register_tensor(void *ptr, size_t count, DType t, int *id) {
   }
   if (tensors_.size() >= static_cast<size_t>(INT32_MAX))
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "bagua_bucket_comm_register: too many tensors");
+  void *event = nullptr;
+  if (memory == Memory::cuda && count > 0) BAGUA_TRY(device_->create_event(&event));
   *id = static_cast<int>(tensors_.size());
   tensors_.push_back(Tensor{ptr, count, t});
+  tensors_.back().ready_event = event;
   if (count > 0) by_address_[start] = *id;
   return BAGUA_SUCCESS;
 }
@@ -131,7 +165,9 @@ void BucketComm::form_buckets(size_t cap) {
 // buffer they are packed into for each call.
 void BucketComm::lay_out_storage(void **addresses) {
   for (Bucket &b : buckets_) {
-    if (!config_.flatten && b.tensors.size() == 1) continue;
+    // A single host tensor runs where it is; device tensors always move
+    // through the host storage.
+    if (!config_.flatten && b.tensors.size() == 1 && memory_ == Memory::host) continue;
     b.storage.resize(b.count * dtype_size(b.dtype));
     if (!config_.flatten) continue;
     for (int id : b.tensors) {
@@ -335,6 +371,9 @@ Status BucketComm::mark_ready(int tensor) {
                 "tensor %d is already marked ready; wait for (or test) its bucket %d before "
                 "marking it again",
                 tensor, t.bucket);
+  // The tensor is ready once the work queued on the caller's stream is.
+  if (t.ready_event != nullptr)
+    BAGUA_TRY(device_->record_event(t.ready_event, cuda_stream_of(user_comm_)));
   t.ready = true;
   Bucket &b = buckets_[t.bucket];
   if (--b.unready == 0) submit(t.bucket);
@@ -353,25 +392,39 @@ void BucketComm::submit(int bucket) {
 bool BucketComm::runs_on_storage(const Bucket &b) const { return !b.storage.empty(); }
 
 // Copies the tensors into the bucket's packing buffer (not when flattened:
-// they already live there).
-void BucketComm::pack(Bucket &b) {
-  if (config_.flatten || !runs_on_storage(b)) return;
+// they already live there). Device tensors are copied on the copy stream,
+// each once its ready event completed.
+Status BucketComm::pack(Bucket &b) {
+  if (config_.flatten || !runs_on_storage(b)) return BAGUA_SUCCESS;
   for (int id : b.tensors) {
     const Tensor &t = tensors_[id];
-    if (t.count > 0)
-      std::memcpy(b.storage.data() + t.offset * dtype_size(t.dtype), t.ptr,
-                  t.count * dtype_size(t.dtype));
+    void *place = b.storage.data() + t.offset * dtype_size(t.dtype);
+    const size_t bytes = t.count * dtype_size(t.dtype);
+    if (bytes == 0) continue;
+    if (device_ == nullptr) {
+      std::memcpy(place, t.ptr, bytes);
+      continue;
+    }
+    BAGUA_TRY(device_->wait_event(t.ready_event));
+    BAGUA_TRY(device_->copy(place, t.ptr, bytes, copy_stream_));
   }
+  return device_ == nullptr ? BAGUA_SUCCESS : device_->synchronize(copy_stream_);
 }
 
-void BucketComm::unpack(Bucket &b) {
-  if (config_.flatten || !runs_on_storage(b)) return;
+// The result back into the tensors; device copies are complete on return.
+Status BucketComm::unpack(Bucket &b) {
+  if (config_.flatten || !runs_on_storage(b)) return BAGUA_SUCCESS;
   for (int id : b.tensors) {
     const Tensor &t = tensors_[id];
-    if (t.count > 0)
-      std::memcpy(t.ptr, b.storage.data() + t.offset * dtype_size(t.dtype),
-                  t.count * dtype_size(t.dtype));
+    const void *place = b.storage.data() + t.offset * dtype_size(t.dtype);
+    const size_t bytes = t.count * dtype_size(t.dtype);
+    if (bytes == 0) continue;
+    if (device_ == nullptr)
+      std::memcpy(t.ptr, place, bytes);
+    else
+      BAGUA_TRY(device_->copy(t.ptr, place, bytes, copy_stream_));
   }
+  return device_ == nullptr ? BAGUA_SUCCESS : device_->synchronize(copy_stream_);
 }
 
 // Pack, run the bucket's algorithm, unpack; each step on the timeline.
@@ -379,7 +432,7 @@ Status BucketComm::execute(Bucket &b, TimelineTrack track) {
   Timeline &timeline = Timeline::get();
   const uint64_t round = b.round;
   auto begin = TimelineClock::now();
-  pack(b);
+  BAGUA_TRY(pack(b));
   if (runs_on_storage(b) && !config_.flatten)
     timeline.span(track, "pack", round, begin, TimelineClock::now());
   void *data = runs_on_storage(b) ? b.storage.data() : tensors_[b.tensors.front()].ptr;
@@ -394,7 +447,7 @@ Status BucketComm::execute(Bucket &b, TimelineTrack track) {
   timeline.span(track, collective_name(b.choice.wire), round, begin, TimelineClock::now());
   if (s != BAGUA_SUCCESS) return s;
   begin = TimelineClock::now();
-  unpack(b);
+  BAGUA_TRY(unpack(b));
   if (runs_on_storage(b) && !config_.flatten)
     timeline.span(track, "unpack", round, begin, TimelineClock::now());
   return BAGUA_SUCCESS;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "../mc/device.hpp"
 #include "bucket_tuner.hpp"
 #include "call.hpp"
 #include "comm.hpp"
@@ -50,7 +51,10 @@ class BucketComm {
   BucketComm(const BucketComm &) = delete;
   BucketComm &operator=(const BucketComm &) = delete;
 
-  Status register_tensor(void *ptr, size_t count, DType t, int *id);
+  // `memory`: where ptr lives. A communicator's tensors share one memory
+  // type; CUDA device tensors need flatten off (they are packed into host
+  // storage for each call, after the event mark_ready records).
+  Status register_tensor(void *ptr, size_t count, DType t, Memory memory, int *id);
   // Collective: forms the buckets and checks that every rank formed the same.
   Status finalize_registration(void **addresses, int *num_buckets);
   Status tensor_bucket(int tensor, int *bucket);
@@ -69,6 +73,7 @@ class BucketComm {
     int bucket = -1;
     size_t offset = 0;  // elements from the start of the bucket
     bool ready = false;
+    void *ready_event = nullptr;  // device tensors: recorded by mark_ready
   };
   struct Bucket {
     DType dtype = DType::f32;
@@ -86,7 +91,7 @@ class BucketComm {
     TimelineClock::time_point ready_at;
   };
 
-  BucketComm(std::unique_ptr<Communicator> comm, const BucketConfig &config);
+  BucketComm(MPI_Comm user_comm, std::unique_ptr<Communicator> comm, const BucketConfig &config);
 
   Status check_bucket(int bucket) const;
   Status check_tensor(int tensor) const;
@@ -103,15 +108,20 @@ class BucketComm {
   void submit(int bucket);
   void run_bucket(int bucket);
   Status execute(Bucket &b, TimelineTrack track);
-  void pack(Bucket &b);
-  void unpack(Bucket &b);
+  Status check_memory(size_t count, Memory memory);
+  Status pack(Bucket &b);
+  Status unpack(Bucket &b);
   bool runs_on_storage(const Bucket &b) const;
   Status wait_locked(std::unique_lock<std::mutex> &lock, int bucket,
                      TimelineClock::time_point deadline);
   Status consume(Bucket &b, int bucket);
 
+  MPI_Comm user_comm_;                  // its CUDA stream orders device tensors
   std::unique_ptr<Communicator> comm_;  // used by the workers; outlives pool_
   const BucketConfig config_;
+  Memory memory_ = Memory::host;  // of every tensor with elements
+  Device *device_ = nullptr;      // device tensors: their device and the
+  void *copy_stream_ = nullptr;   // stream of the packing copies
   const int timeline_id_;
   std::vector<Tensor> tensors_;
   std::map<uintptr_t, int> by_address_;  // start address -> tensor, for overlap checks

@@ -23,11 +23,12 @@ constexpr uint8_t kAnyMemory = bit(Memory::host) | bit(Memory::cuda);
 
 using F = Family;
 using W = Wire;
-// Device buffers: every blocking family. The compressed allreduce's q8, q4,
-// fp16 and bf16 run on the device; the core stages the others through
-// page-locked host memory (select.hpp, runs_on_device). The nonblocking,
-// bucket and asynchronous families keep using a buffer from background
-// threads after the call returns, and take host memory only.
+// Device buffers: every blocking family and the buckets. The compressed
+// allreduce's q8, q4, fp16 and bf16 run on the device; the core stages the
+// others through page-locked host memory (select.hpp, runs_on_device), and
+// buckets pack device tensors into host storage. The nonblocking and
+// asynchronous families keep using a buffer from background threads after
+// the call returns, and take host memory only.
 constexpr SupportRow kMatrix[] = {
     {F::allreduce, W::exact, kAllTypes, kAllOps, kAnyMemory},
     {F::allreduce, W::q8, kCodecTypes, kSumOps, kAnyMemory},
@@ -38,11 +39,11 @@ constexpr SupportRow kMatrix[] = {
     {F::iallreduce, W::exact, kAllTypes, kAllOps, kHost},
     {F::iallreduce, W::q8, kCodecTypes, kSumOps, kHost},
     {F::iallreduce, W::q4, kCodecTypes, kSumOps, kHost},
-    {F::bucket, W::exact, kAllTypes, kAllOps, kHost},
-    {F::bucket, W::q8, kCodecTypes, kSumOps, kHost},
-    {F::bucket, W::q4, kCodecTypes, kSumOps, kHost},
-    {F::bucket, W::fp16, kCodecTypes, kSumOps, kHost},
-    {F::bucket, W::bf16, kCodecTypes, kSumOps, kHost},
+    {F::bucket, W::exact, kAllTypes, kAllOps, kAnyMemory},
+    {F::bucket, W::q8, kCodecTypes, kSumOps, kAnyMemory},
+    {F::bucket, W::q4, kCodecTypes, kSumOps, kAnyMemory},
+    {F::bucket, W::fp16, kCodecTypes, kSumOps, kAnyMemory},
+    {F::bucket, W::bf16, kCodecTypes, kSumOps, kAnyMemory},
     {F::partial, W::exact, kAllTypes, kAverage, kAnyMemory},
     {F::partial, W::q8, kCodecTypes, kAverage, kAnyMemory},
     {F::decentralized, W::exact, kAllTypes, kAverage, kAnyMemory},

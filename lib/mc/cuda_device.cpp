@@ -14,6 +14,7 @@ using codec::CodecStatus;
 namespace gpu = codec::gpu;
 
 cudaStream_t as_stream(void *s) { return static_cast<cudaStream_t>(s); }
+cudaEvent_t as_event(void *e) { return static_cast<cudaEvent_t>(e); }
 
 // The runtime's error, cleared so that later calls do not report it again.
 Status cuda_failure(cudaError_t e, const char *what) {
@@ -61,6 +62,29 @@ class CudaDevice final : public Device {
   Status synchronize(void *stream) override {
     const cudaError_t e = cudaStreamSynchronize(as_stream(stream));
     return e == cudaSuccess ? BAGUA_SUCCESS : cuda_failure(e, "cudaStreamSynchronize");
+  }
+
+  Status create_stream(void **stream) override {
+    cudaStream_t s = nullptr;
+    const cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    *stream = s;
+    return e == cudaSuccess ? BAGUA_SUCCESS : cuda_failure(e, "cudaStreamCreateWithFlags");
+  }
+  void destroy_stream(void *stream) override { cudaStreamDestroy(as_stream(stream)); }
+  Status create_event(void **event) override {
+    cudaEvent_t ev = nullptr;
+    const cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    *event = ev;
+    return e == cudaSuccess ? BAGUA_SUCCESS : cuda_failure(e, "cudaEventCreateWithFlags");
+  }
+  void destroy_event(void *event) override { cudaEventDestroy(as_event(event)); }
+  Status record_event(void *event, void *stream) override {
+    const cudaError_t e = cudaEventRecord(as_event(event), as_stream(stream));
+    return e == cudaSuccess ? BAGUA_SUCCESS : cuda_failure(e, "cudaEventRecord");
+  }
+  Status wait_event(void *event) override {
+    const cudaError_t e = cudaEventSynchronize(as_event(event));
+    return e == cudaSuccess ? BAGUA_SUCCESS : cuda_failure(e, "cudaEventSynchronize");
   }
 
   CodecStatus encode(const DeviceCodecSpec &spec, const void *src, DType t, size_t count, void *out,

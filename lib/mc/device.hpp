@@ -50,6 +50,16 @@ class Device {
   virtual Status copy(void *dst, const void *src, size_t bytes, void *stream) = 0;
   virtual Status synchronize(void *stream) = 0;
 
+  // A stream of the library's own (bucket copies), and events: an event
+  // recorded on a stream completes when the work queued there before it
+  // has; wait_event blocks the calling thread until then.
+  virtual Status create_stream(void **stream) = 0;
+  virtual void destroy_stream(void *stream) = 0;
+  virtual Status create_event(void **event) = 0;
+  virtual void destroy_event(void *event) = 0;
+  virtual Status record_event(void *event, void *stream) = 0;
+  virtual Status wait_event(void *event) = 0;
+
   // Kernels, on device memory. Decoders treat `in` as untrusted, write
   // their verdict (a CodecStatus) to the device word *status, and leave
   // dst / acc untouched when it is not ok; read it after synchronize().

@@ -30,6 +30,14 @@ class CountingDevice final : public bagua::Device {
     return d_.copy(dst, src, bytes, stream);
   }
   bagua::Status synchronize(void *stream) override { return d_.synchronize(stream); }
+  bagua::Status create_stream(void **stream) override { return d_.create_stream(stream); }
+  void destroy_stream(void *stream) override { d_.destroy_stream(stream); }
+  bagua::Status create_event(void **event) override { return d_.create_event(event); }
+  void destroy_event(void *event) override { d_.destroy_event(event); }
+  bagua::Status record_event(void *event, void *stream) override {
+    return d_.record_event(event, stream);
+  }
+  bagua::Status wait_event(void *event) override { return d_.wait_event(event); }
 
   bagua::codec::CodecStatus encode(const bagua::DeviceCodecSpec &spec, const void *src,
                                    bagua::DType t, size_t count, void *out, void *stream) override {

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -100,6 +101,25 @@ bagua::Status EmulatedDevice::copy(void *dst, const void *src, size_t bytes, voi
 }
 
 bagua::Status EmulatedDevice::synchronize(void *) { return BAGUA_SUCCESS; }
+
+bagua::Status EmulatedDevice::create_stream(void **stream) {
+  *stream = new char;
+  return BAGUA_SUCCESS;
+}
+void EmulatedDevice::destroy_stream(void *stream) { delete static_cast<char *>(stream); }
+bagua::Status EmulatedDevice::create_event(void **event) {
+  *event = new std::atomic<bool>(false);
+  return BAGUA_SUCCESS;
+}
+void EmulatedDevice::destroy_event(void *event) { delete static_cast<std::atomic<bool> *>(event); }
+bagua::Status EmulatedDevice::record_event(void *event, void *) {
+  static_cast<std::atomic<bool> *>(event)->store(true);
+  return BAGUA_SUCCESS;
+}
+bagua::Status EmulatedDevice::wait_event(void *event) {
+  if (static_cast<std::atomic<bool> *>(event)->load()) return BAGUA_SUCCESS;
+  return bagua::fail(BAGUA_ERR_INTERNAL, "emulated device: waited for an event never recorded");
+}
 
 CodecStatus EmulatedDevice::encode(const bagua::DeviceCodecSpec &spec, const void *src,
                                    bagua::DType t, size_t count, void *out, void *) {

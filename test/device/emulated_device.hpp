@@ -32,6 +32,15 @@ class EmulatedDevice final : public bagua::Device {
   void release_host(void *p) override;
   bagua::Status copy(void *dst, const void *src, size_t bytes, void *stream) override;
   bagua::Status synchronize(void *stream) override;
+  // Work completes at once, so streams only need to be distinct and an
+  // event only remembers whether it was recorded: waiting for one that
+  // never was fails (the library waited for work nobody marked).
+  bagua::Status create_stream(void **stream) override;
+  void destroy_stream(void *stream) override;
+  bagua::Status create_event(void **event) override;
+  void destroy_event(void *event) override;
+  bagua::Status record_event(void *event, void *stream) override;
+  bagua::Status wait_event(void *event) override;
 
   bagua::codec::CodecStatus encode(const bagua::DeviceCodecSpec &spec, const void *src,
                                    bagua::DType t, size_t count, void *out, void *stream) override;

@@ -1,8 +1,8 @@
 // Device buffers in every collective that takes them: each call's result on
 // device buffers must be bit for bit its result on host buffers of the same
 // inputs (exact, q8, q4, fp16, bf16, sign, decentralized, low-precision
-// decentralized, partial reduce, hierarchical mode; in place and not; a
-// misaligned device buffer), a repeated call allocates no device or
+// decentralized, partial reduce, hierarchical mode, buckets; in place and
+// not; a misaligned device buffer), a repeated call allocates no device or
 // page-locked memory, and the calls that cannot take device memory refuse
 // it with a message.
 //
@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,11 @@ void expect(bool ok, const std::string &what) {
   if (ok) return;
   ++failures;
   std::fprintf(stderr, "rank %d FAILED: %s\n", rank, what.c_str());
+}
+
+// rc must be BAGUA_SUCCESS; the message is read after the call returned.
+void expect_ok(int rc, const std::string &what) {
+  if (rc != BAGUA_SUCCESS) expect(false, what + ": " + bagua_last_error());
 }
 
 size_t elem_size(MPI_Datatype t) { return t == MPI_DOUBLE ? 8 : t == MPI_FLOAT ? 4 : 2; }
@@ -114,12 +120,10 @@ void compare(const std::string &name, const Collective &call, MPI_Datatype t, in
   const std::vector<unsigned char> in = input(t, count);
   std::vector<unsigned char> host_out(in.size(), 0);
   if (in_place) host_out = in;
-  const int host_rc = call(in_place ? MPI_IN_PLACE : in.data(), host_out.data());
+  expect_ok(call(in_place ? MPI_IN_PLACE : in.data(), host_out.data()), what + " on the host");
   DeviceBuffer d_in(in.size(), offset), d_out(in.size(), offset);
   (in_place ? d_out : d_in).fill(in);
-  const int dev_rc = call(in_place ? MPI_IN_PLACE : d_in.get(), d_out.get());
-  expect(host_rc == BAGUA_SUCCESS, what + " on the host: " + bagua_last_error());
-  expect(dev_rc == BAGUA_SUCCESS, what + " on the device: " + bagua_last_error());
+  expect_ok(call(in_place ? MPI_IN_PLACE : d_in.get(), d_out.get()), what + " on the device");
   expect(d_out.read() == host_out, what + ": device result differs from the host's");
 }
 
@@ -165,14 +169,14 @@ void sign(MPI_Comm comm) {
   for (int round = 0; round < 3; ++round) {
     const std::vector<unsigned char> in = input(MPI_FLOAT, count, round);
     std::vector<unsigned char> host_out(in.size());
-    expect(bagua_allreduce_sign(in.data(), host_out.data(), count, MPI_FLOAT, BAGUA_AVG, comm,
-                                host_state) == BAGUA_SUCCESS,
-           std::string("sign on the host: ") + bagua_last_error());
+    expect_ok(bagua_allreduce_sign(in.data(), host_out.data(), count, MPI_FLOAT, BAGUA_AVG, comm,
+                                   host_state),
+              "sign on the host");
     DeviceBuffer d_in(in.size()), d_out(in.size());
     d_in.fill(in);
-    expect(bagua_allreduce_sign(d_in.get(), d_out.get(), count, MPI_FLOAT, BAGUA_AVG, comm,
-                                device_state) == BAGUA_SUCCESS,
-           std::string("sign on the device: ") + bagua_last_error());
+    expect_ok(bagua_allreduce_sign(d_in.get(), d_out.get(), count, MPI_FLOAT, BAGUA_AVG, comm,
+                                   device_state),
+              "sign on the device");
     expect(d_out.read() == host_out, "sign round " + std::to_string(round) + " differs");
   }
   bagua_sign_state_destroy(&host_state);
@@ -202,10 +206,10 @@ void lowprec(MPI_Comm comm) {
   DeviceBuffer dev(host.size());
   dev.fill(host);
   bagua_lowprec_t host_state = nullptr, device_state = nullptr;
-  expect(bagua_lowprec_create(host.data(), count, MPI_FLOAT, 1, comm, &host_state) == BAGUA_SUCCESS,
-         std::string("lowprec on the host: ") + bagua_last_error());
-  expect(bagua_lowprec_create(dev.get(), count, MPI_FLOAT, 1, comm, &device_state) == BAGUA_SUCCESS,
-         std::string("lowprec on the device: ") + bagua_last_error());
+  expect_ok(bagua_lowprec_create(host.data(), count, MPI_FLOAT, 1, comm, &host_state),
+            "lowprec on the host");
+  expect_ok(bagua_lowprec_create(dev.get(), count, MPI_FLOAT, 1, comm, &device_state),
+            "lowprec on the device");
   if (host_state == nullptr || device_state == nullptr) return;
   for (int step = 0; step < 3; ++step) {
     // The caller's optimizer step: the same change on both buffers.
@@ -213,8 +217,7 @@ void lowprec(MPI_Comm comm) {
     host = moved;
     dev.fill(moved);
     expect(bagua_lowprec_step(host_state, host.data()) == BAGUA_SUCCESS, "lowprec host step");
-    expect(bagua_lowprec_step(device_state, dev.get()) == BAGUA_SUCCESS,
-           std::string("lowprec device step: ") + bagua_last_error());
+    expect_ok(bagua_lowprec_step(device_state, dev.get()), "lowprec device step");
     expect(dev.read() == host, "lowprec step " + std::to_string(step) + " differs");
     const float *a = nullptr, *b = nullptr;
     bagua_lowprec_replicas(host_state, &a, nullptr, nullptr);
@@ -247,6 +250,48 @@ void hierarchical() {
           MPI_FLOAT, 9000, false);
   MPI_Comm_free(&comm);
   unsetenv("BAGUA_HIERARCHICAL");
+}
+
+// The tensors of a bucketed communicator after `rounds` steps (every tensor
+// marked ready in registration order, then wait_all), on the host or on
+// the device; small caps give several buckets, one of a single tensor.
+std::vector<std::vector<unsigned char>> bucket_steps(MPI_Comm comm, bool on_device,
+                                                     bagua_algorithm algorithm) {
+  const int counts[] = {1000, 3000, 20000, 0, 513};
+  const int rounds = 2;
+  bagua_bucket_config config;
+  bagua_bucket_config_init(&config);
+  config.bucket_bytes = 16384;
+  config.algorithm.algorithm = algorithm;
+  bagua_bucket_comm_t bc = nullptr;
+  expect(bagua_bucket_comm_create(comm, &config, &bc) == BAGUA_SUCCESS, "bucket comm");
+  std::vector<std::vector<unsigned char>> host;
+  std::vector<std::unique_ptr<DeviceBuffer>> dev;
+  for (int i = 0; i < 5; ++i) {
+    host.push_back(input(MPI_FLOAT, counts[i], i));
+    dev.push_back(std::make_unique<DeviceBuffer>(host.back().size()));
+    dev.back()->fill(host.back());
+    void *ptr = on_device ? dev.back()->get() : host.back().data();
+    int id = -1;
+    expect_ok(bagua_bucket_comm_register(bc, ptr, counts[i], MPI_FLOAT, &id), "register");
+  }
+  int buckets = 0;
+  expect_ok(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets), "finalize");
+  for (int round = 0; round < rounds; ++round) {
+    for (int i = 0; i < 5; ++i) expect_ok(bagua_bucket_comm_mark_ready(bc, i), "mark ready");
+    expect_ok(bagua_bucket_comm_wait_all(bc), "wait_all");
+  }
+  bagua_bucket_comm_destroy(&bc);
+  if (on_device)
+    for (int i = 0; i < 5; ++i) host[size_t(i)] = dev[size_t(i)]->read();
+  return host;
+}
+
+void buckets(MPI_Comm comm) {
+  for (bagua_algorithm a : {BAGUA_ALGORITHM_EXACT, BAGUA_ALGORITHM_Q8})
+    expect(bucket_steps(comm, true, a) == bucket_steps(comm, false, a),
+           "device tensors in buckets differ from host tensors (algorithm " +
+               std::to_string(int(a)) + ")");
 }
 
 // A call repeated with the same sizes allocates nothing on the device or in
@@ -312,8 +357,15 @@ void refusals(MPI_Comm comm) {
   bagua_bucket_comm_t bc = nullptr;
   expect(bagua_bucket_comm_create(comm, &config, &bc) == BAGUA_SUCCESS, "bucket comm");
   int id = -1;
+  expect(bagua_bucket_comm_register(bc, host.data(), 1024, MPI_FLOAT, &id) == BAGUA_SUCCESS,
+         "a host tensor");
   expect_refused(bagua_bucket_comm_register(bc, dev.get(), 1024, MPI_FLOAT, &id),
-                 "a device tensor in a bucket", "background threads");
+                 "a device tensor after a host tensor", "share one memory type");
+  bagua_bucket_comm_destroy(&bc);
+  config.flatten = 1;
+  expect(bagua_bucket_comm_create(comm, &config, &bc) == BAGUA_SUCCESS, "bucket comm");
+  expect_refused(bagua_bucket_comm_register(bc, dev.get(), 1024, MPI_FLOAT, &id),
+                 "a device tensor with flatten", "flatten 0");
   bagua_bucket_comm_destroy(&bc);
 }
 
@@ -363,6 +415,7 @@ int main(int argc, char **argv) {
   lowprec(MPI_COMM_WORLD);
   partial(MPI_COMM_WORLD);
   hierarchical();
+  buckets(MPI_COMM_WORLD);
   no_allocation_when_repeated(MPI_COMM_WORLD);
 #ifdef BAGUA_TEST_ON_CUDA
   on_a_stream(MPI_COMM_WORLD);

@@ -86,15 +86,15 @@ TEST_CASE("device buffers run on the device only with the blocking allreduce's c
   CHECK_FALSE(runs_on_device(s, Family::allreduce, Wire::q8, 1 << 20));
 }
 
-TEST_CASE("device buffers: the blocking families take them, the background ones refuse",
+TEST_CASE("device buffers: the blocking families and buckets take them, the background ones refuse",
           "[support]") {
-  for (Family f : {Family::allreduce, Family::partial, Family::decentralized})
+  for (Family f : {Family::allreduce, Family::partial, Family::decentralized, Family::bucket})
     CHECK(check_support(f, Wire::exact, DType::f32, ReduceOp::avg, Memory::cuda) == BAGUA_SUCCESS);
   CHECK(check_support(Family::allreduce, Wire::sign, DType::f32, ReduceOp::avg, Memory::cuda) ==
         BAGUA_SUCCESS);
   CHECK(check_support(Family::lowprec, Wire::q8, DType::f32, ReduceOp::avg, Memory::cuda) ==
         BAGUA_SUCCESS);
-  for (Family f : {Family::iallreduce, Family::bucket, Family::async}) {
+  for (Family f : {Family::iallreduce, Family::async}) {
     CHECK(check_support(f, Wire::exact, DType::f32, ReduceOp::avg, Memory::cuda) ==
           BAGUA_ERR_INVALID_ARGUMENT);
     CHECK(message().find("background threads") != std::string::npos);
