@@ -350,18 +350,21 @@ BAGUA_API int bagua_allreduce_sign(const void *sendbuf, void *recvbuf, int count
                                    bagua_sign_state_t state);
 
 /**
- * Sets the CUDA stream on which bagua_allreduce_q8, _q4 and _fp16
- * run their kernels and copies for CUDA device buffers passed with comm.
+ * Sets the CUDA stream on which the calls on comm run their kernels and
+ * copies for CUDA device buffers.
  *
  * Device buffers are recognised from the pointer (cudaPointerGetAttributes;
  * managed memory counts as host memory). sendbuf and recvbuf must both be
- * device buffers or both host buffers. On the device, encoding and decoding
- * run as CUDA kernels on this stream, after the work already queued on it;
- * only encoded bytes are copied to the host for the transport. The call
- * returns after the results are written (the stream is synchronized).
- * Device buffers are not supported by bagua_allreduce_sign, by
- * BAGUA_HIERARCHICAL=1 or by the other collectives (they return
- * BAGUA_ERR_INVALID_ARGUMENT).
+ * device buffers or both host buffers. Every blocking collective takes them,
+ * and so do bucket tensors (bagua_bucket_comm_register). q8, q4, fp16 and
+ * bf16 allreduce encode and decode with CUDA kernels on this stream, after
+ * the work already queued on it, and copy only encoded bytes to the host for
+ * the transport. The other calls copy the buffer into page-locked scratch
+ * on this stream, run on the host, and copy the result back. A blocking call
+ * returns after the results are written (the stream is synchronized). The
+ * nonblocking calls and asynchronous averaging refuse device buffers
+ * (BAGUA_ERR_INVALID_ARGUMENT). Scratch is kept per communicator: a
+ * repeated call allocates nothing. See doc/compressed.md, "Device buffers".
  *
  * @param comm   the communicator the stream is for (not MPI_COMM_NULL).
  * @param stream a cudaStream_t, or NULL for the default stream (the
@@ -646,7 +649,8 @@ typedef struct bagua_async_s *bagua_async_t;
  * transport MPI must provide MPI_THREAD_MULTIPLE; with the ucx transport any
  * thread level works.
  *
- * @param buf         the weights, count elements, aligned to the element
+ * @param buf         the weights, count elements of host memory (CUDA
+ *                    device buffers are refused), aligned to the element
  *                    size; stays registered (must stay valid) until
  *                    bagua_async_average_destroy. May be NULL only when
  *                    count == 0.
@@ -830,16 +834,23 @@ BAGUA_API int bagua_bucket_comm_destroy(bagua_bucket_comm_t *bc);
  * datatypes in the same order. Not thread-safe (one thread registers).
  *
  * @param bc        the bucketed communicator.
- * @param ptr       host memory of count elements, aligned to the element
- *                  size; must stay valid until
+ * @param ptr       host or CUDA device memory of count elements, aligned
+ *                  to the element size; must stay valid until
  *                  destroy (or finalize_registration with flatten). NULL
  *                  only when count == 0. Must not overlap another tensor.
+ *                  All tensors of bc are host memory, or all device memory;
+ *                  device tensors need flatten 0. A device tensor is copied
+ *                  to host storage for each call once the work queued on the
+ *                  stream of bagua_set_cuda_stream(comm) before
+ *                  bagua_bucket_comm_mark_ready completes (a CUDA event), and
+ *                  the result is copied back before wait/test report it.
  * @param count     number of elements, >= 0.
  * @param datatype  MPI_FLOAT, MPI_DOUBLE, BAGUA_FLOAT16 or BAGUA_BFLOAT16.
  * @param tensor_id output: 0, 1, 2, ... in registration order.
  * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL bc/ptr/tensor_id,
  *         negative count, overlap with a registered tensor, already
- *         finalized, misaligned ptr), BAGUA_ERR_UNSUPPORTED_DATATYPE.
+ *         finalized, misaligned ptr, host and device tensors mixed, a
+ *         device tensor with flatten), BAGUA_ERR_UNSUPPORTED_DATATYPE.
  */
 BAGUA_API int bagua_bucket_comm_register(bagua_bucket_comm_t bc, void *ptr, int count,
                                          MPI_Datatype datatype, int *tensor_id);
@@ -928,7 +939,8 @@ BAGUA_API int bagua_bucket_comm_wait_all(bagua_bucket_comm *bc);
  * arguments' rules as bagua_allreduce. *request is an MPI generalized request:
  * complete it with MPI_Wait, MPI_Test, MPI_Waitall, ... (not MPI_Cancel: a
  * started collective runs to the end). Buffers must not be touched until
- * then.
+ * then. Host memory only: CUDA device buffers are refused
+ * (BAGUA_ERR_INVALID_ARGUMENT).
  *
  * Every rank must start its nonblocking calls on comm in the same order
  * (as MPI requires); they run concurrently on background threads over a
