@@ -104,7 +104,8 @@ Status stage_to_host(Communicator &c, const Call &call, Call *host) {
   const size_t bytes = call.count * dtype_size(call.dtype);
   void *copy = scratch->on_host(ScratchUse::staged, bytes);
   if (copy == nullptr)
-    return fail(BAGUA_ERR_OUT_OF_MEMORY, "%zu bytes of page-locked staging memory", bytes);
+    return fail(BAGUA_ERR_OUT_OF_MEMORY,
+                "could not allocate %zu bytes of page-locked staging memory", bytes);
   Device &device = scratch->device();
   void *stream = cuda_stream_of(call.comm);
   BAGUA_TRY(device.copy(copy, call.src, bytes, stream));
