@@ -22,6 +22,13 @@ Status cuda_failure(cudaError_t e, const char *what) {
   return fail(BAGUA_ERR_INTERNAL, "%s failed: %s", what, cudaGetErrorString(e));
 }
 
+// What an allocation returned: p, or nullptr (the error cleared) when it failed.
+void *allocated(cudaError_t e, void *p) {
+  if (e == cudaSuccess) return p;
+  cudaGetLastError();
+  return nullptr;
+}
+
 codec::CastFormat cast_format(Wire w) {
   return w == Wire::bf16 ? codec::CastFormat::bf16 : codec::CastFormat::fp16;
 }
@@ -41,16 +48,14 @@ class CudaDevice final : public Device {
 
   void *allocate(size_t bytes) override {
     void *p = nullptr;
-    if (cudaMalloc(&p, bytes) == cudaSuccess) return p;
-    cudaGetLastError();
-    return nullptr;
+    const cudaError_t e = cudaMalloc(&p, bytes);
+    return allocated(e, p);
   }
   void release(void *p) override { cudaFree(p); }
   void *allocate_host(size_t bytes) override {
     void *p = nullptr;
-    if (cudaMallocHost(&p, bytes) == cudaSuccess) return p;
-    cudaGetLastError();
-    return nullptr;
+    const cudaError_t e = cudaMallocHost(&p, bytes);
+    return allocated(e, p);
   }
   void release_host(void *p) override { cudaFreeHost(p); }
 
