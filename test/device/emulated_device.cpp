@@ -3,11 +3,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "algo/compressed.hpp"
 #include "codec.h"
@@ -20,12 +23,14 @@ namespace codec = bagua::codec;
 
 constexpr size_t kAlignment = 256;  // as cudaMalloc
 
+size_t rounded(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+
 codec::CastFormat cast_format(bagua::Wire w) {
   return w == bagua::Wire::bf16 ? codec::CastFormat::bf16 : codec::CastFormat::fp16;
 }
 
-// A decoder's verdict: argument errors are reported at once (as the CUDA
-// twins do), header errors through the status word.
+// A decoder's verdict: argument errors become the stream's error (the CUDA
+// twins report them at once), header errors go to the status word.
 CodecStatus verdict(CodecStatus st, uint32_t *status) {
   if (st == CodecStatus::bad_argument) return st;
   *status = static_cast<uint32_t>(st);
@@ -34,7 +39,76 @@ CodecStatus verdict(CodecStatus st, uint32_t *status) {
 
 }  // namespace
 
-EmulatedDevice::EmulatedDevice(size_t arena_bytes) : arena_bytes_(arena_bytes) {
+// One stream: operations run in order on a thread of its own.
+class EmulatedDevice::Queue {
+ public:
+  Queue() : worker_([this] { run(); }) {}
+  // Runs what is queued, then stops.
+  ~Queue() {
+    {
+      const std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    queued_.notify_all();
+    worker_.join();
+  }
+  Queue(const Queue &) = delete;
+  Queue &operator=(const Queue &) = delete;
+
+  void push(std::function<void()> op) {
+    {
+      const std::lock_guard lock(mutex_);
+      ops_.push_back(std::move(op));
+      ++pending_;
+    }
+    queued_.notify_all();
+  }
+  // Waits until everything queued so far ran; returns the sticky error
+  // ("" when none) and clears it.
+  std::string drain() {
+    std::unique_lock lock(mutex_);
+    idle_.wait(lock, [&] { return pending_ == 0; });
+    return std::exchange(error_, "");
+  }
+  void fail(const std::string &what) {
+    const std::lock_guard lock(mutex_);
+    if (error_.empty()) error_ = what;
+  }
+
+ private:
+  void run() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      queued_.wait(lock, [&] { return stopping_ || !ops_.empty(); });
+      if (ops_.empty()) return;
+      std::function<void()> op = std::move(ops_.front());
+      ops_.pop_front();
+      lock.unlock();
+      op();
+      lock.lock();
+      --pending_;
+      idle_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable queued_, idle_;
+  std::deque<std::function<void()>> ops_;
+  size_t pending_ = 0;
+  bool stopping_ = false;
+  std::string error_;
+  std::thread worker_;  // last: starts once the members above exist
+};
+
+// Completes when the queue reaches the operation record_event queued.
+struct EmulatedDevice::Event {
+  std::mutex mutex;
+  std::condition_variable reached;
+  uint64_t recorded = 0, completed = 0;  // generations
+};
+
+EmulatedDevice::EmulatedDevice(size_t arena_bytes)
+    : arena_bytes_(arena_bytes), default_queue_(std::make_unique<Queue>()) {
   const int fd = memfd_create("bagua-emulated-device", 0);
   if (fd < 0 || ftruncate(fd, static_cast<off_t>(arena_bytes)) != 0)
     throw std::runtime_error("EmulatedDevice: memfd_create failed");
@@ -48,6 +122,7 @@ EmulatedDevice::EmulatedDevice(size_t arena_bytes) : arena_bytes_(arena_bytes) {
 }
 
 EmulatedDevice::~EmulatedDevice() {
+  default_queue_.reset();
   munmap(device_base_, arena_bytes_);
   munmap(alias_base_, arena_bytes_);
 }
@@ -55,6 +130,16 @@ EmulatedDevice::~EmulatedDevice() {
 bool EmulatedDevice::is_device_pointer(const void *p) const {
   const auto *c = static_cast<const char *>(p);
   return c >= device_base_ && c < device_base_ + arena_bytes_;
+}
+
+bool EmulatedDevice::is_pageable(const void *p) const {
+  if (is_device_pointer(p)) return false;
+  const auto *c = static_cast<const char *>(p);
+  const std::lock_guard lock(mutex_);
+  auto it = page_locked_.upper_bound(c);
+  if (it == page_locked_.begin()) return true;
+  --it;
+  return c >= it->first + it->second;
 }
 
 template <class T>
@@ -65,9 +150,13 @@ T *EmulatedDevice::host_view(T *p) const {
   return reinterpret_cast<T *>(alias_base_ + offset);
 }
 
+EmulatedDevice::Queue &EmulatedDevice::queue(void *stream) {
+  return stream == nullptr ? *default_queue_ : *static_cast<Queue *>(stream);
+}
+
 void *EmulatedDevice::allocate(size_t bytes) {
   const std::lock_guard lock(mutex_);
-  const size_t size = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  const size_t size = rounded(bytes);
   char *p = nullptr;
   if (auto it = free_blocks_.find(size); it != free_blocks_.end()) {
     p = it->second;
@@ -90,98 +179,179 @@ void EmulatedDevice::release(void *p) {
 }
 
 void *EmulatedDevice::allocate_host(size_t bytes) {
-  return std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+  void *p = std::aligned_alloc(kAlignment, rounded(bytes));
+  if (p == nullptr) return nullptr;
+  const std::lock_guard lock(mutex_);
+  page_locked_[static_cast<const char *>(p)] = rounded(bytes);
+  return p;
 }
 
-void EmulatedDevice::release_host(void *p) { std::free(p); }
+void EmulatedDevice::release_host(void *p) {
+  {
+    const std::lock_guard lock(mutex_);
+    page_locked_.erase(static_cast<const char *>(p));
+  }
+  std::free(p);
+}
 
-bagua::Status EmulatedDevice::copy(void *dst, const void *src, size_t bytes, void *) {
-  if (bytes > 0) std::memcpy(host_view(dst), host_view(src), bytes);
+bagua::Status EmulatedDevice::copy(void *dst, const void *src, size_t bytes, void *stream) {
+  if (bytes == 0) return BAGUA_SUCCESS;
+  char *d = static_cast<char *>(host_view(dst));
+  const char *s = static_cast<const char *>(host_view(src));
+  Queue &q = queue(stream);
+  // Into pageable memory: complete on return.
+  if (is_pageable(dst)) {
+    q.push([=] { std::memcpy(d, s, bytes); });
+    return synchronize(stream);
+  }
+  // From pageable memory: the source is taken now, written later.
+  if (is_pageable(src)) {
+    auto taken = std::make_shared<std::vector<char>>(s, s + bytes);
+    q.push([=] { std::memcpy(d, taken->data(), bytes); });
+    return BAGUA_SUCCESS;
+  }
+  q.push([=] { std::memcpy(d, s, bytes); });
   return BAGUA_SUCCESS;
 }
 
-bagua::Status EmulatedDevice::synchronize(void *) { return BAGUA_SUCCESS; }
+bagua::Status EmulatedDevice::synchronize(void *stream) {
+  const std::string error = queue(stream).drain();
+  if (error.empty()) return BAGUA_SUCCESS;
+  return bagua::fail(BAGUA_ERR_INTERNAL, "emulated device: %s", error.c_str());
+}
 
 bagua::Status EmulatedDevice::create_stream(void **stream) {
-  *stream = new char;
+  *stream = new Queue;
   return BAGUA_SUCCESS;
 }
-void EmulatedDevice::destroy_stream(void *stream) { delete static_cast<char *>(stream); }
+
+void EmulatedDevice::destroy_stream(void *stream) { delete static_cast<Queue *>(stream); }
+
 bagua::Status EmulatedDevice::create_event(void **event) {
-  *event = new std::atomic<bool>(false);
+  *event = new Event;
   return BAGUA_SUCCESS;
 }
-void EmulatedDevice::destroy_event(void *event) { delete static_cast<std::atomic<bool> *>(event); }
-bagua::Status EmulatedDevice::record_event(void *event, void *) {
-  static_cast<std::atomic<bool> *>(event)->store(true);
+
+void EmulatedDevice::destroy_event(void *event) { delete static_cast<Event *>(event); }
+
+bagua::Status EmulatedDevice::record_event(void *event, void *stream) {
+  auto *e = static_cast<Event *>(event);
+  uint64_t generation;
+  {
+    const std::lock_guard lock(e->mutex);
+    generation = ++e->recorded;
+  }
+  queue(stream).push([e, generation] {
+    {
+      const std::lock_guard lock(e->mutex);
+      e->completed = std::max(e->completed, generation);
+    }
+    e->reached.notify_all();
+  });
   return BAGUA_SUCCESS;
 }
+
 bagua::Status EmulatedDevice::wait_event(void *event) {
-  if (static_cast<std::atomic<bool> *>(event)->load()) return BAGUA_SUCCESS;
-  return bagua::fail(BAGUA_ERR_INTERNAL, "emulated device: waited for an event never recorded");
+  auto *e = static_cast<Event *>(event);
+  std::unique_lock lock(e->mutex);
+  if (e->recorded == 0)
+    return bagua::fail(BAGUA_ERR_INTERNAL, "emulated device: waited for an event never recorded");
+  e->reached.wait(lock, [&] { return e->completed >= e->recorded; });
+  return BAGUA_SUCCESS;
+}
+
+void EmulatedDevice::launch(void *stream, std::function<CodecStatus()> kernel) {
+  Queue &q = queue(stream);
+  q.push([&q, kernel = std::move(kernel)] {
+    const CodecStatus st = kernel();
+    if (st != CodecStatus::ok)
+      q.fail(std::string("a kernel failed: ") + codec::codec_status_name(st));
+  });
 }
 
 CodecStatus EmulatedDevice::encode(const bagua::DeviceCodecSpec &spec, const void *src,
-                                   bagua::DType t, size_t count, void *out, void *) {
+                                   bagua::DType t, size_t count, void *out, void *stream) {
   const void *in = host_view(src);
   void *o = host_view(out);
-  switch (spec.wire) {
-    case bagua::Wire::q8: return codec::q8_encode(in, t, count, spec.block, o);
-    case bagua::Wire::q4: return codec::q4_encode(in, t, count, spec.block, o);
-    case bagua::Wire::fp16:
-    case bagua::Wire::bf16:
-      return codec::cast_encode(in, t, count, cast_format(spec.wire), spec.prescale, o);
-    default: return CodecStatus::bad_argument;
-  }
+  launch(stream, [=]() {
+    switch (spec.wire) {
+      case bagua::Wire::q8: return codec::q8_encode(in, t, count, spec.block, o);
+      case bagua::Wire::q4: return codec::q4_encode(in, t, count, spec.block, o);
+      case bagua::Wire::fp16:
+      case bagua::Wire::bf16:
+        return codec::cast_encode(in, t, count, cast_format(spec.wire), spec.prescale, o);
+      default: return CodecStatus::bad_argument;
+    }
+  });
+  return CodecStatus::ok;
 }
 
 CodecStatus EmulatedDevice::decode(const bagua::DeviceCodecSpec &spec, const void *in, size_t bytes,
                                    size_t count, void *dst, bagua::DType t, uint32_t *status,
-                                   void *) {
+                                   void *stream) {
   const void *i = host_view(in);
   void *d = host_view(dst);
   uint32_t *s = host_view(status);
-  switch (spec.wire) {
-    case bagua::Wire::q8: return verdict(codec::q8_decode(i, bytes, count, spec.block, d, t), s);
-    case bagua::Wire::q4: return verdict(codec::q4_decode(i, bytes, count, spec.block, d, t), s);
-    case bagua::Wire::fp16:
-    case bagua::Wire::bf16: return verdict(codec::cast_decode(i, bytes, count, d, t), s);
-    default: return CodecStatus::bad_argument;
-  }
+  launch(stream, [=]() {
+    switch (spec.wire) {
+      case bagua::Wire::q8: return verdict(codec::q8_decode(i, bytes, count, spec.block, d, t), s);
+      case bagua::Wire::q4: return verdict(codec::q4_decode(i, bytes, count, spec.block, d, t), s);
+      case bagua::Wire::fp16:
+      case bagua::Wire::bf16: return verdict(codec::cast_decode(i, bytes, count, d, t), s);
+      default: return CodecStatus::bad_argument;
+    }
+  });
+  return CodecStatus::ok;
 }
 
 CodecStatus EmulatedDevice::decode_accumulate(const bagua::DeviceCodecSpec &spec, const void *in,
                                               size_t bytes, size_t count, float *acc,
-                                              uint32_t *status, void *) {
+                                              uint32_t *status, void *stream) {
   const void *i = host_view(in);
   float *a = host_view(acc);
   uint32_t *s = host_view(status);
-  switch (spec.wire) {
-    case bagua::Wire::q8:
-      return verdict(codec::q8_decode_accumulate(i, bytes, count, spec.block, a), s);
-    case bagua::Wire::q4:
-      return verdict(codec::q4_decode_accumulate(i, bytes, count, spec.block, a), s);
-    case bagua::Wire::fp16:
-    case bagua::Wire::bf16: return verdict(codec::cast_decode_accumulate(i, bytes, count, a), s);
-    default: return CodecStatus::bad_argument;
-  }
-}
-
-CodecStatus EmulatedDevice::load_as_float(const void *src, bagua::DType t, size_t count, float *out,
-                                          void *) {
-  bagua::load_as_float(host_view(src), t, count, host_view(out));
+  launch(stream, [=]() {
+    switch (spec.wire) {
+      case bagua::Wire::q8:
+        return verdict(codec::q8_decode_accumulate(i, bytes, count, spec.block, a), s);
+      case bagua::Wire::q4:
+        return verdict(codec::q4_decode_accumulate(i, bytes, count, spec.block, a), s);
+      case bagua::Wire::fp16:
+      case bagua::Wire::bf16: return verdict(codec::cast_decode_accumulate(i, bytes, count, a), s);
+      default: return CodecStatus::bad_argument;
+    }
+  });
   return CodecStatus::ok;
 }
 
-CodecStatus EmulatedDevice::divide(float *acc, size_t count, float divisor, void *) {
+CodecStatus EmulatedDevice::load_as_float(const void *src, bagua::DType t, size_t count, float *out,
+                                          void *stream) {
+  const void *s = host_view(src);
+  float *o = host_view(out);
+  launch(stream, [=] {
+    bagua::load_as_float(s, t, count, o);
+    return CodecStatus::ok;
+  });
+  return CodecStatus::ok;
+}
+
+CodecStatus EmulatedDevice::divide(float *acc, size_t count, float divisor, void *stream) {
   float *a = host_view(acc);
-  for (size_t i = 0; i < count; ++i) a[i] /= divisor;
+  launch(stream, [=] {
+    for (size_t i = 0; i < count; ++i) a[i] /= divisor;
+    return CodecStatus::ok;
+  });
   return CodecStatus::ok;
 }
 
 CodecStatus EmulatedDevice::store_from_float(const float *acc, size_t count, void *dst,
-                                             bagua::DType t, void *) {
-  bagua::store_from_float(host_view(acc), count, host_view(dst), t);
+                                             bagua::DType t, void *stream) {
+  const float *a = host_view(acc);
+  void *d = host_view(dst);
+  launch(stream, [=] {
+    bagua::store_from_float(a, count, d, t);
+    return CodecStatus::ok;
+  });
   return CodecStatus::ok;
 }
 

@@ -1,15 +1,31 @@
 // A Device for machines without a GPU, so the device paths run in every CI
-// pass: its memory is a region the host cannot touch (mapped PROT_NONE), so a
-// library that reads or writes a device buffer from the host crashes the
-// test instead of passing it; a second, readable mapping of the same pages
-// serves this device's copies and kernels. Kernels are the CPU codecs of
-// kernels/codec.h, which write the same bytes as their CUDA twins. Streams
-// are accepted and ignored: every operation completes before it returns.
+// pass, with the semantics a CUDA device has where the library could get
+// them wrong:
+// - Its memory is a region the host cannot touch (mapped PROT_NONE): a
+//   library that reads or writes a device buffer from the host crashes the
+//   test instead of passing it. A second, readable mapping of the same pages
+//   serves this device's copies and kernels.
+// - Work is asynchronous: every stream is a queue that a thread of its own
+//   runs in order, so a result read before synchronize() (or before an
+//   event completed) is stale, as on a GPU. As cudaMemcpyAsync does, a copy
+//   from pageable host memory takes its source before it returns, and a copy
+//   into pageable host memory completes before it returns; copies between
+//   device and page-locked memory (allocate_host) do neither.
+// - Errors of queued work are sticky and reported by the next synchronize().
+// - Waiting for an event nobody recorded fails (the library waited for work
+//   nobody marked ready).
+// Kernels are the CPU codecs of kernels/codec.h, which write the same bytes
+// as their CUDA twins.
 #pragma once
 
+#include <condition_variable>
 #include <cstddef>
+#include <deque>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <thread>
 
 #include "mc/device.hpp"
 
@@ -32,9 +48,6 @@ class EmulatedDevice final : public bagua::Device {
   void release_host(void *p) override;
   bagua::Status copy(void *dst, const void *src, size_t bytes, void *stream) override;
   bagua::Status synchronize(void *stream) override;
-  // Work completes at once, so streams only need to be distinct and an
-  // event only remembers whether it was recorded: waiting for one that
-  // never was fails (the library waited for work nobody marked).
   bagua::Status create_stream(void **stream) override;
   void destroy_stream(void *stream) override;
   bagua::Status create_event(void **event) override;
@@ -57,17 +70,27 @@ class EmulatedDevice final : public bagua::Device {
                                              bagua::DType t, void *stream) override;
 
  private:
+  class Queue;
+  struct Event;
+
   // The readable address of p: itself for host memory, its alias for device memory.
   template <class T>
   T *host_view(T *p) const;
+  bool is_pageable(const void *p) const;
+  Queue &queue(void *stream);
+  // Queues a kernel whose CodecStatus becomes the stream's sticky error
+  // when it is not ok.
+  void launch(void *stream, std::function<bagua::codec::CodecStatus()> kernel);
 
   size_t arena_bytes_;
   char *device_base_ = nullptr;  // PROT_NONE: what callers get
   char *alias_base_ = nullptr;   // the same pages, readable and writable
   mutable std::mutex mutex_;
   size_t next_ = 0;
-  std::map<char *, size_t> sizes_;             // live allocations
-  std::multimap<size_t, char *> free_blocks_;  // released ones, by size
+  std::map<char *, size_t> sizes_;              // live allocations
+  std::multimap<size_t, char *> free_blocks_;   // released ones, by size
+  std::map<const char *, size_t> page_locked_;  // allocate_host's blocks
+  std::unique_ptr<Queue> default_queue_;        // the nullptr stream
 };
 
 }  // namespace bagua_test
