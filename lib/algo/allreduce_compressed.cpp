@@ -39,7 +39,9 @@ size_t segment_elems(size_t segment_bytes, const ChunkCodec &codec, size_t count
 //            included, decodes it into dst, so all outputs are identical.
 // All receives are posted first; scatters of later segments are encoded
 // while earlier ones are in flight, and arrived segments are reduced or
-// decoded between encodes, so the three phases overlap.
+// decoded between encodes, so the three phases overlap. A codec that queues
+// its encodes (a device) gets segment k + 1's pieces queued before the host
+// works on segment k's arrivals, and segment k's sent once they are done.
 class ByteGrad {
  public:
   ByteGrad(AlgoContext &ctx, ChunkCodec &codec, const CompressedArgs &args)
@@ -58,14 +60,21 @@ class ByteGrad {
         scatter_recvs_(t_, n_, [&](size_t) { return kmax_; }),
         gather_sends_(t_, n_, [&](size_t) { return kmax_; }),
         gather_recvs_(t_, n_, [&](size_t) { return kmax_; }),
+        queued_(codec.queues_encodes()),
         decoded_(n_, 0) {}
 
   Status run() {
     ctx_.scratch.resize(3 * region_bytes_ + kSlotAlign);
     acc_ = codec_.accumulator(segment_elems_);
     BAGUA_TRY(post_receives());
+    if (queued_) BAGUA_TRY(scatter_segment(0));
     for (size_t k = 0; k < kmax_; ++k) {
-      BAGUA_TRY(scatter_segment(k));
+      if (queued_) {
+        BAGUA_TRY(send_queued_segment(k));
+        if (k + 1 < kmax_) BAGUA_TRY(scatter_segment(k + 1));
+      } else {
+        BAGUA_TRY(scatter_segment(k));
+      }
       BAGUA_TRY(make_progress(false));
     }
     BAGUA_TRY(make_progress(true));
@@ -119,18 +128,34 @@ class ByteGrad {
     return BAGUA_SUCCESS;
   }
 
-  // Encodes segment k of every other rank's chunk and sends it to its owner.
+  // Encodes segment k of every other rank's chunk and sends each piece to
+  // its owner as soon as it is encoded; a queued encode is only begun here
+  // (send_queued_segment sends it).
   Status scatter_segment(size_t k) {
     for (int i = 1; i < n_; ++i) {
       const int dest = peer(i);
       if (k >= plan_.segments(dest)) continue;
       const Range s = plan_.segment(dest, k);
-      BAGUA_TRY(encode(ChunkCodec::Stage::contribution, s.begin, src_at(s), args_.src_type, s.count,
-                       scatter_out(dest, k)));
-      BAGUA_TRY(t_.isend(scatter_out(dest, k), bytes(s), dest, scatter_tag(k),
-                         &scatter_sends_.row(dest)[k]));
+      const CodecStatus st =
+          codec_.begin_encode(ChunkCodec::Stage::contribution, s.begin, src_at(s), args_.src_type,
+                              s.count, scatter_out(dest, k));
+      BAGUA_TRY(check_encode(st));
+      if (!queued_) BAGUA_TRY(send_scatter_piece(dest, k));
     }
     return BAGUA_SUCCESS;
+  }
+
+  // Waits for segment k's queued encodes and sends every piece.
+  Status send_queued_segment(size_t k) {
+    BAGUA_TRY(check_encode(codec_.finish_encodes()));
+    for (int i = 1; i < n_; ++i)
+      if (k < plan_.segments(peer(i))) BAGUA_TRY(send_scatter_piece(peer(i), k));
+    return BAGUA_SUCCESS;
+  }
+
+  Status send_scatter_piece(int dest, size_t k) {
+    return t_.isend(scatter_out(dest, k), bytes(plan_.segment(dest, k)), dest, scatter_tag(k),
+                    &scatter_sends_.row(dest)[k]);
   }
 
   // Reduces own segments and decodes gathered ones, in segment order. With
@@ -198,11 +223,13 @@ class ByteGrad {
 
   Status encode(ChunkCodec::Stage stage, size_t position, const void *src, DType t, size_t count,
                 void *out) {
-    const CodecStatus st = codec_.encode(stage, position, src, t, count, out);
-    if (st != CodecStatus::ok)
-      return fail(BAGUA_ERR_INTERNAL, "compressed allreduce: encoding failed (%s)",
-                  codec::codec_status_name(st));
-    return BAGUA_SUCCESS;
+    return check_encode(codec_.encode(stage, position, src, t, count, out));
+  }
+
+  static Status check_encode(CodecStatus st) {
+    if (st == CodecStatus::ok) return BAGUA_SUCCESS;
+    return fail(BAGUA_ERR_INTERNAL, "compressed allreduce: encoding failed (%s)",
+                codec::codec_status_name(st));
   }
 
   static Status check_reduce(CodecStatus st) {
@@ -228,6 +255,7 @@ class ByteGrad {
   const size_t kmax_;
   const size_t slot_bytes_, region_bytes_;
   RequestSet scatter_sends_, scatter_recvs_, gather_sends_, gather_recvs_;
+  const bool queued_;     // the codec queues its encodes
   float *acc_ = nullptr;  // the codec's accumulator, one segment
   size_t reduced_ = 0;
   std::vector<size_t> decoded_;

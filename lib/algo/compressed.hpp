@@ -29,6 +29,16 @@ class ChunkCodec {
   // the index inside the owner's chunk for reduced chunks.
   virtual codec::CodecStatus encode(Stage stage, size_t position, const void *src, DType t,
                                     size_t count, void *out) = 0;
+  // Queued encodes (device codecs): begin_encode may return before `out`
+  // holds the bytes, which it does once finish_encodes() returned, so the
+  // encodes of a segment's pieces run back to back and overlap the host's
+  // work on earlier segments. Codecs that do not queue encode at once.
+  virtual bool queues_encodes() const { return false; }
+  virtual codec::CodecStatus begin_encode(Stage stage, size_t position, const void *src, DType t,
+                                          size_t count, void *out) {
+    return encode(stage, position, src, t, count, out);
+  }
+  virtual codec::CodecStatus finish_encodes() { return codec::CodecStatus::ok; }
   virtual codec::CodecStatus decode(const void *in, size_t bytes, size_t count, void *dst,
                                     DType t) const = 0;
   virtual codec::CodecStatus decode_accumulate(const void *in, size_t bytes, size_t count,

@@ -29,6 +29,19 @@ class TimedCodec final : public ChunkCodec {
     sink_.phase("encode", begin, PhaseSink::Clock::now());
     return s;
   }
+  // Queued encodes are timed when they are waited for.
+  bool queues_encodes() const override { return inner_.queues_encodes(); }
+  codec::CodecStatus begin_encode(Stage stage, size_t position, const void *src, DType t,
+                                  size_t count, void *out) override {
+    if (!inner_.queues_encodes()) return encode(stage, position, src, t, count, out);
+    return inner_.begin_encode(stage, position, src, t, count, out);
+  }
+  codec::CodecStatus finish_encodes() override {
+    const auto begin = PhaseSink::Clock::now();
+    const codec::CodecStatus s = inner_.finish_encodes();
+    sink_.phase("encode", begin, PhaseSink::Clock::now());
+    return s;
+  }
   codec::CodecStatus decode(const void *in, size_t bytes, size_t count, void *dst,
                             DType t) const override {
     const auto begin = PhaseSink::Clock::now();

@@ -2,6 +2,7 @@
 #include "device_codecs.hpp"
 
 #include <cstring>
+#include <vector>
 
 namespace bagua {
 namespace {
@@ -35,9 +36,7 @@ class DeviceCodec final : public ChunkCodec {
     void *dev = scratch_.on_device(ScratchUse::encoded, n);
     void *host = scratch_.on_host(ScratchUse::encoded, n);
     if (dev == nullptr || host == nullptr) return CodecStatus::device_error;
-    DeviceCodecSpec spec = spec_;
-    spec.prescale = prescale_[static_cast<int>(stage)];
-    const CodecStatus st = device_.encode(spec, src, t, count, dev, stream_);
+    const CodecStatus st = device_.encode(spec_for(stage), src, t, count, dev, stream_);
     if (st != CodecStatus::ok) return st;
     // Only the encoded bytes cross to the host; the transport needs them now.
     if (device_.copy(host, dev, n, stream_) != BAGUA_SUCCESS ||
@@ -45,6 +44,32 @@ class DeviceCodec final : public ChunkCodec {
       return CodecStatus::device_error;
     std::memcpy(out, host, n);
     return CodecStatus::ok;
+  }
+
+  // Each queued piece gets its own place in the queued scratch (device and
+  // page-locked); finish_encodes copies them out after one synchronisation.
+  bool queues_encodes() const override { return true; }
+  CodecStatus begin_encode(Stage stage, size_t, const void *src, DType t, size_t count,
+                           void *out) override {
+    const size_t n = encoded_bytes(count), at = queued_bytes_;
+    // 16-byte places: the kernels' encoded buffers must be aligned.
+    queued_bytes_ += (n + 15) / 16 * 16;
+    auto *dev = static_cast<unsigned char *>(scratch_.on_device(ScratchUse::queued, queued_bytes_));
+    auto *host = static_cast<unsigned char *>(scratch_.on_host(ScratchUse::queued, queued_bytes_));
+    if (dev == nullptr || host == nullptr) return CodecStatus::device_error;
+    const CodecStatus st = device_.encode(spec_for(stage), src, t, count, dev + at, stream_);
+    if (st != CodecStatus::ok) return st;
+    if (device_.copy(host + at, dev + at, n, stream_) != BAGUA_SUCCESS)
+      return CodecStatus::device_error;
+    queued_.push_back({host + at, out, n});
+    return CodecStatus::ok;
+  }
+  CodecStatus finish_encodes() override {
+    const Status s = device_.synchronize(stream_);
+    for (const Queued &q : queued_) std::memcpy(q.out, q.host, q.bytes);
+    queued_.clear();
+    queued_bytes_ = 0;
+    return as_codec_status(s);
   }
 
   CodecStatus decode(const void *in, size_t bytes, size_t count, void *dst,
@@ -77,6 +102,19 @@ class DeviceCodec final : public ChunkCodec {
   }
 
  private:
+  // A queued piece: its page-locked bytes and where they go.
+  struct Queued {
+    const void *host;
+    void *out;
+    size_t bytes;
+  };
+
+  DeviceCodecSpec spec_for(Stage stage) const {
+    DeviceCodecSpec spec = spec_;
+    spec.prescale = prescale_[static_cast<int>(stage)];
+    return spec;
+  }
+
   // Copies the encoded bytes to the device, runs `kernel` on them and waits
   // for its verdict on the (untrusted) headers.
   template <class Kernel>
@@ -103,6 +141,8 @@ class DeviceCodec final : public ChunkCodec {
   DeviceScratch &scratch_;
   Device &device_;
   void *stream_;
+  std::vector<Queued> queued_;
+  size_t queued_bytes_ = 0;
 };
 
 }  // namespace

@@ -12,11 +12,11 @@
 
 namespace bagua {
 
-// What each buffer holds: a call's encoded segment, its float32
-// accumulator, a decoder's verdict word, and a staged copy of the user's
-// buffer for the schedules that run on host memory.
-enum class ScratchUse : uint8_t { encoded, accumulator, verdict, staged };
-constexpr size_t kScratchUses = 4;
+// What each buffer holds: a call's encoded segment, the pieces of its queued
+// encodes, its float32 accumulator, a decoder's verdict word, and a staged
+// copy of the user's buffer for the schedules that run on host memory.
+enum class ScratchUse : uint8_t { encoded, queued, accumulator, verdict, staged };
+constexpr size_t kScratchUses = 5;
 
 class DeviceScratch {
  public:
