@@ -342,8 +342,12 @@ BAGUA_API int bagua_sign_state_destroy(bagua_sign_state_t *state);
  * accumulate: the sum of the results over many calls tracks the sum of the
  * exact results. Every rank receives bit-identical results.
  *
+ * The state keeps its residuals where its first call's buffers are (host,
+ * or CUDA device memory) and then serves calls of that memory type only.
+ *
  * @return as bagua_allreduce_q8; BAGUA_ERR_INVALID_ARGUMENT also when state is
- *         NULL or was created for another comm or count.
+ *         NULL, was created for another comm or count, or holds its residuals
+ *         in the other memory type.
  */
 BAGUA_API int bagua_allreduce_sign(const void *sendbuf, void *recvbuf, int count,
                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
@@ -356,8 +360,8 @@ BAGUA_API int bagua_allreduce_sign(const void *sendbuf, void *recvbuf, int count
  * Device buffers are recognised from the pointer (cudaPointerGetAttributes;
  * managed memory counts as host memory). sendbuf and recvbuf must both be
  * device buffers or both host buffers. Every blocking collective takes them,
- * and so do bucket tensors (bagua_bucket_comm_register). q8, q4, fp16 and
- * bf16 allreduce encode and decode with CUDA kernels on this stream, after
+ * and so do bucket tensors (bagua_bucket_comm_register). q8, q4, fp16, bf16
+ * and sign allreduce encode and decode with CUDA kernels on this stream, after
  * the work already queued on it, and copy only encoded bytes to the host for
  * the transport. The other calls copy the buffer into page-locked scratch
  * on this stream, run on the host, and copy the result back. A blocking call

@@ -298,7 +298,7 @@ struct CodecUnderTest {
   SignFeedback feedback;
   std::unique_ptr<ChunkCodec> codec;
   CodecUnderTest(Wire wire, size_t count, int ranks, const Options &options)
-      : feedback{MPI_COMM_NULL, count, std::vector<float>(count), std::vector<float>(count)} {
+      : feedback(MPI_COMM_NULL, count) {
     Call call = float_call(wire, count);
     call.feedback = &feedback;
     codec = make_call_codec(call, ranks, options);

@@ -9,13 +9,24 @@ namespace bagua {
 
 Status attach_sign_state(bagua_sign_state_t state, Call *call) {
   if (state == nullptr) return fail(BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
-  const SignFeedback &f = state->feedback;
+  const SignFeedback &f = state->feedback;  // checked first
   if (f.count != call->count)
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "state was created for count %zu, not %zu", f.count,
                 call->count);
   if (f.comm != call->comm)
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "state was created for another comm");
-  call->feedback = &state->feedback;
+  SignFeedback &feedback = state->feedback;
+  if (call->count > 0 && feedback.bound && feedback.memory != call->memory)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "state keeps its residuals in %s memory (its first call's buffers) but the "
+                "buffers are in %s memory; use one state per memory type",
+                feedback.memory == Memory::cuda ? "CUDA device" : "host",
+                call->memory == Memory::cuda ? "CUDA device" : "host");
+  if (call->count > 0) {
+    feedback.bound = true;
+    feedback.memory = call->memory;
+  }
+  call->feedback = &feedback;
   return BAGUA_SUCCESS;
 }
 
@@ -27,7 +38,7 @@ Status sign_state_create(int count, MPI_Comm comm, bagua_sign_state_t *state) {
   if (count < 0) return fail(BAGUA_ERR_INVALID_ARGUMENT, "count %d is negative", count);
   if (comm == MPI_COMM_NULL) return fail(BAGUA_ERR_INVALID_ARGUMENT, "comm is MPI_COMM_NULL");
   const auto n = static_cast<size_t>(count);
-  *state = new bagua_sign_state_s{{comm, n, std::vector<float>(n), std::vector<float>(n)}};
+  *state = new bagua_sign_state_s{SignFeedback(comm, n)};
   return BAGUA_SUCCESS;
 }
 

@@ -12,6 +12,7 @@
 
 #include "../base/dtype.hpp"
 #include "../base/status.hpp"
+#include "../mc/device_scratch.hpp"
 
 namespace bagua {
 
@@ -29,14 +30,20 @@ constexpr int kFamilies = 7;
 
 // Error-feedback residuals of the sign codec (bagua_sign_state_t), float32:
 // `contribution` indexed like the user's buffer, `reduced` like the chunk
-// this rank owns.
+// this rank owns. They live where the state's first call's buffers did: on
+// the host, or (device_*) on the device, made from the host ones by that
+// call; a state then serves calls of that memory type only.
 struct SignFeedback {
+  // Zero residuals of `count` elements for calls on comm.
+  SignFeedback(MPI_Comm c, size_t n) : comm(c), count(n), contribution(n), reduced(n) {}
+
   MPI_Comm comm;
   size_t count;
   std::vector<float> contribution, reduced;
+  bool bound = false;  // a call with elements chose `memory`
+  Memory memory = Memory::host;
+  DeviceFloats device_contribution, device_reduced;
 };
-
-class DeviceScratch;
 
 struct Call {
   Family family;

@@ -126,12 +126,25 @@ Status unstage(Communicator &c, const Call &call, const Call &host) {
   return device.synchronize(stream);
 }
 
+// What a call that runs on the device needs from c: its device scratch,
+// and for sign the state's residuals on the device (made from the host ones
+// on the state's first call).
+Status prepare_device_call(Communicator &c, Call *call) {
+  BAGUA_TRY(c.device_scratch(&call->scratch));
+  SignFeedback *f = call->feedback;
+  if (call->wire != Wire::sign || f->device_contribution.get() != nullptr) return BAGUA_SUCCESS;
+  Device &device = call->scratch->device();
+  BAGUA_TRY(f->device_contribution.make(device, f->contribution.data(), f->count));
+  return f->device_reduced.make(device, f->reduced.data(), f->count);
+}
+
 // Runs body(call) on buffers its schedule can use; the one place that
 // decides how a call's memory reaches the algorithms:
 // - aligned host buffers as they are; misaligned ones through an aligned
 //   copy (with_aligned_buffers);
 // - aligned device buffers of a call with a device schedule (runs_on_device)
-//   as they are, with c's device scratch for the device codec;
+//   as they are, with c's device scratch (and a sign state's device
+//   residuals) for the device codec;
 // - other device buffers staged through c's page-locked scratch: copied to
 //   the host on the call's stream, run there in place, copied back. The call
 //   returns with the result in recvbuf and the stream synchronized.
@@ -142,7 +155,7 @@ Status with_runnable_buffers(Communicator &c, const Call &call, Body &&body) {
   if (buffers_aligned(call) &&
       runs_on_device(SelectionSettings::from(c.options()), call.family, call.wire, bytes)) {
     Call on_device = call;
-    BAGUA_TRY(c.device_scratch(&on_device.scratch));
+    BAGUA_TRY(prepare_device_call(c, &on_device));
     return body(on_device);
   }
   Call host;
@@ -222,8 +235,13 @@ std::unique_ptr<ChunkCodec> make_call_codec(const Call &call, int ranks, const O
   const Prescale p = prescale_of(call, ranks);
   if (call.memory != Memory::cuda) return host_codec(call, block, p);
   if (call.scratch == nullptr) return nullptr;
-  return make_device_codec(call.wire, block, p.contribution, p.reduced, *call.scratch,
-                           cuda_stream_of(call.comm));
+  DeviceCodecParams params{call.wire, block, {p.contribution, p.reduced}, {nullptr, nullptr}};
+  if (call.wire == Wire::sign) {
+    params.residual[0] = call.feedback->device_contribution.get();
+    params.residual[1] = call.feedback->device_reduced.get();
+    if (params.residual[0] == nullptr) return nullptr;  // prepare_device_call makes them
+  }
+  return make_device_codec(params, *call.scratch, cuda_stream_of(call.comm));
 }
 
 Status run_flat(AlgoContext &ctx, const Call &call, Schedule schedule, const Options &options,
@@ -329,7 +347,7 @@ Status run_group_average(Communicator &c, const Call &call, std::span<const int>
 
 // A codec to size messages with (the sign codec's residuals are not read).
 std::unique_ptr<ChunkCodec> sizing_codec(const Call &call, int ranks, const Options &options) {
-  static SignFeedback none{MPI_COMM_NULL, 0, {}, {}};
+  static SignFeedback none(MPI_COMM_NULL, 0);
   Call sized = call;
   sized.feedback = &none;
   sized.memory = Memory::host;

@@ -38,9 +38,9 @@ void add_compressed_rules(const SelectionSettings &s, Family family, std::vector
   // (host memory only); the other families always run flat.
   const bool hierarchical = s.hierarchical && family == Family::allreduce;
   for (Wire w : {Wire::q8, Wire::q4, Wire::fp16, Wire::bf16, Wire::sign}) {
-    // Device codecs serve the blocking allreduce; sign's error feedback
-    // lives on the host, so it has none. The core stages the others.
-    const uint8_t memory = family == Family::allreduce && w != Wire::sign ? kAnyMemory : kHost;
+    // Device codecs serve the blocking allreduce; the core stages the
+    // other families' device buffers.
+    const uint8_t memory = family == Family::allreduce ? kAnyMemory : kHost;
     if (hierarchical)
       rows->push_back({w, Schedule::hierarchical, 0, kAny, kHost, kForced});
     else

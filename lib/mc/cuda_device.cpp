@@ -101,8 +101,11 @@ class CudaDevice final : public Device {
       case Wire::bf16:
         return gpu::cast_encode(src, t, count, cast_format(spec.wire), spec.prescale, out,
                                 as_stream(stream));
-      case Wire::exact:
-      case Wire::sign: break;
+      case Wire::sign:
+        if (t != DType::f32) break;
+        return gpu::sign_encode_with_feedback(static_cast<const float *>(src), spec.residual, count,
+                                              spec.block, out, as_stream(stream));
+      case Wire::exact: break;
     }
     return CodecStatus::bad_argument;
   }
@@ -115,8 +118,8 @@ class CudaDevice final : public Device {
       case Wire::q4: return gpu::q4_decode(in, bytes, count, spec.block, dst, t, status, s);
       case Wire::fp16:
       case Wire::bf16: return gpu::cast_decode(in, bytes, count, dst, t, status, s);
-      case Wire::exact:
-      case Wire::sign: break;
+      case Wire::sign: return gpu::sign_decode(in, bytes, count, spec.block, dst, t, status, s);
+      case Wire::exact: break;
     }
     return CodecStatus::bad_argument;
   }
@@ -129,8 +132,9 @@ class CudaDevice final : public Device {
       case Wire::q4: return gpu::q4_decode_accumulate(in, bytes, count, spec.block, acc, status, s);
       case Wire::fp16:
       case Wire::bf16: return gpu::cast_decode_accumulate(in, bytes, count, acc, status, s);
-      case Wire::exact:
-      case Wire::sign: break;
+      case Wire::sign:
+        return gpu::sign_decode_accumulate(in, bytes, count, spec.block, acc, status, s);
+      case Wire::exact: break;
     }
     return CodecStatus::bad_argument;
   }

@@ -22,11 +22,14 @@
 namespace bagua {
 
 // The codec a kernel runs: q8 or q4 (min-max blocks of `block` elements),
-// or fp16 / bf16 (cast, the input multiplied by `prescale` before encoding).
+// fp16 / bf16 (cast, the input multiplied by `prescale` before encoding), or
+// sign (blocks of `block`; its encoder reads float32 and updates the
+// error-feedback `residual`, device memory indexed like its input).
 struct DeviceCodecSpec {
   Wire wire;
   uint32_t block = 0;
   float prescale = 1;
+  float *residual = nullptr;
 };
 
 // Encoded size of `count` elements, as kernels/codec.h counts it.

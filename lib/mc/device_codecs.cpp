@@ -15,10 +15,9 @@ CodecStatus as_codec_status(Status s) {
 
 class DeviceCodec final : public ChunkCodec {
  public:
-  DeviceCodec(DeviceCodecSpec spec, float contribution_prescale, float reduced_prescale,
-              DeviceScratch &scratch, void *stream)
-      : spec_(spec),
-        prescale_{contribution_prescale, reduced_prescale},
+  DeviceCodec(const DeviceCodecParams &params, DeviceScratch &scratch, void *stream)
+      : params_(params),
+        spec_{params.wire, params.block},
         scratch_(scratch),
         device_(scratch.device()),
         stream_(stream) {}
@@ -26,17 +25,15 @@ class DeviceCodec final : public ChunkCodec {
   size_t encoded_bytes(size_t count) const override {
     return device_codec_encoded_bytes(spec_, count);
   }
-  size_t block_elems() const override {
-    return spec_.wire == Wire::q8 || spec_.wire == Wire::q4 ? spec_.block : 1;
-  }
+  size_t block_elems() const override { return is_cast(spec_.wire) ? 1 : spec_.block; }
 
-  CodecStatus encode(Stage stage, size_t, const void *src, DType t, size_t count,
+  CodecStatus encode(Stage stage, size_t position, const void *src, DType t, size_t count,
                      void *out) override {
     const size_t n = encoded_bytes(count);
     void *dev = scratch_.on_device(ScratchUse::encoded, n);
     void *host = scratch_.on_host(ScratchUse::encoded, n);
     if (dev == nullptr || host == nullptr) return CodecStatus::device_error;
-    const CodecStatus st = device_.encode(spec_for(stage), src, t, count, dev, stream_);
+    const CodecStatus st = encode_on_device(stage, position, src, t, count, dev);
     if (st != CodecStatus::ok) return st;
     // Only the encoded bytes cross to the host; the transport needs them now.
     if (device_.copy(host, dev, n, stream_) != BAGUA_SUCCESS ||
@@ -49,7 +46,7 @@ class DeviceCodec final : public ChunkCodec {
   // Each queued piece gets its own place in the queued scratch (device and
   // page-locked); finish_encodes copies them out after one synchronisation.
   bool queues_encodes() const override { return true; }
-  CodecStatus begin_encode(Stage stage, size_t, const void *src, DType t, size_t count,
+  CodecStatus begin_encode(Stage stage, size_t position, const void *src, DType t, size_t count,
                            void *out) override {
     const size_t n = encoded_bytes(count), at = queued_bytes_;
     // 16-byte places: the kernels' encoded buffers must be aligned.
@@ -57,7 +54,7 @@ class DeviceCodec final : public ChunkCodec {
     auto *dev = static_cast<unsigned char *>(scratch_.on_device(ScratchUse::queued, queued_bytes_));
     auto *host = static_cast<unsigned char *>(scratch_.on_host(ScratchUse::queued, queued_bytes_));
     if (dev == nullptr || host == nullptr) return CodecStatus::device_error;
-    const CodecStatus st = device_.encode(spec_for(stage), src, t, count, dev + at, stream_);
+    const CodecStatus st = encode_on_device(stage, position, src, t, count, dev + at);
     if (st != CodecStatus::ok) return st;
     if (device_.copy(host + at, dev + at, n, stream_) != BAGUA_SUCCESS)
       return CodecStatus::device_error;
@@ -109,10 +106,26 @@ class DeviceCodec final : public ChunkCodec {
     size_t bytes;
   };
 
-  DeviceCodecSpec spec_for(Stage stage) const {
+  static bool is_cast(Wire w) { return w == Wire::fp16 || w == Wire::bf16; }
+
+  // The kernel of one encode. Sign reads float32 (half inputs are converted
+  // into device scratch first, as the host codec does) and updates the
+  // stage's residual from `position` on.
+  CodecStatus encode_on_device(Stage stage, size_t position, const void *src, DType t, size_t count,
+                               void *out) {
+    const int i = static_cast<int>(stage);
     DeviceCodecSpec spec = spec_;
-    spec.prescale = prescale_[static_cast<int>(stage)];
-    return spec;
+    spec.prescale = params_.prescale[i];
+    if (spec_.wire != Wire::sign) return device_.encode(spec, src, t, count, out, stream_);
+    spec.residual = params_.residual[i] + position;
+    if (t != DType::f32) {
+      auto *g = static_cast<float *>(scratch_.on_device(ScratchUse::converted, count * 4));
+      if (g == nullptr) return CodecStatus::device_error;
+      const CodecStatus st = device_.load_as_float(src, t, count, g, stream_);
+      if (st != CodecStatus::ok) return st;
+      src = g;
+    }
+    return device_.encode(spec, src, DType::f32, count, out, stream_);
   }
 
   // Copies the encoded bytes to the device, runs `kernel` on them and waits
@@ -136,8 +149,8 @@ class DeviceCodec final : public ChunkCodec {
     return static_cast<CodecStatus>(*verdict);
   }
 
-  DeviceCodecSpec spec_;
-  float prescale_[2];
+  DeviceCodecParams params_;
+  DeviceCodecSpec spec_;  // wire and block; the rest is set per encode
   DeviceScratch &scratch_;
   Device &device_;
   void *stream_;
@@ -153,28 +166,16 @@ size_t device_codec_encoded_bytes(const DeviceCodecSpec &spec, size_t count) {
     case Wire::q4: return codec::q4_encoded_bytes(count, spec.block);
     case Wire::fp16:
     case Wire::bf16: return codec::cast_encoded_bytes(count);
-    case Wire::exact:
-    case Wire::sign: break;
+    case Wire::sign: return codec::sign_encoded_bytes(count, spec.block);
+    case Wire::exact: break;
   }
   return 0;
 }
 
-std::unique_ptr<ChunkCodec> make_device_codec(Wire wire, uint32_t block,
-                                              float contribution_prescale, float reduced_prescale,
+std::unique_ptr<ChunkCodec> make_device_codec(const DeviceCodecParams &params,
                                               DeviceScratch &scratch, void *stream) {
-  switch (wire) {
-    case Wire::q8:
-    case Wire::q4:
-      return std::make_unique<DeviceCodec>(DeviceCodecSpec{wire, block}, 1.0f, 1.0f, scratch,
-                                           stream);
-    case Wire::fp16:
-    case Wire::bf16:
-      return std::make_unique<DeviceCodec>(DeviceCodecSpec{wire}, contribution_prescale,
-                                           reduced_prescale, scratch, stream);
-    case Wire::exact:
-    case Wire::sign: break;
-  }
-  return nullptr;
+  if (params.wire == Wire::exact) return nullptr;
+  return std::make_unique<DeviceCodec>(params, scratch, stream);
 }
 
 }  // namespace bagua

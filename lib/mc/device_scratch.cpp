@@ -34,4 +34,19 @@ void *DeviceScratch::grow(Buffer &b, size_t bytes, bool host) {
   return p;
 }
 
+DeviceFloats::~DeviceFloats() {
+  if (p_ != nullptr) device_->release(p_);
+}
+
+Status DeviceFloats::make(Device &device, const float *init, size_t count) {
+  const size_t bytes = count * sizeof(float);
+  auto *p = static_cast<float *>(device.allocate(bytes));
+  if (p == nullptr)
+    return fail(BAGUA_ERR_OUT_OF_MEMORY, "could not allocate %zu bytes of device memory", bytes);
+  device_ = &device;
+  p_ = p;
+  BAGUA_TRY(device.copy(p, init, bytes, nullptr));
+  return device.synchronize(nullptr);
+}
+
 }  // namespace bagua

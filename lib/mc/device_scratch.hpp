@@ -13,10 +13,11 @@
 namespace bagua {
 
 // What each buffer holds: a call's encoded segment, the pieces of its queued
-// encodes, its float32 accumulator, a decoder's verdict word, and a staged
-// copy of the user's buffer for the schedules that run on host memory.
-enum class ScratchUse : uint8_t { encoded, queued, accumulator, verdict, staged };
-constexpr size_t kScratchUses = 5;
+// encodes, its float32 accumulator, a half-precision input converted to
+// float32 (sign), a decoder's verdict word, and a staged copy of the user's
+// buffer for the schedules that run on host memory.
+enum class ScratchUse : uint8_t { encoded, queued, accumulator, converted, verdict, staged };
+constexpr size_t kScratchUses = 6;
 
 class DeviceScratch {
  public:
@@ -45,6 +46,23 @@ class DeviceScratch {
   // Outgrown memory, released with the scratch.
   std::vector<void *> retired_device_, retired_host_;
   size_t allocations_ = 0;
+};
+
+// An owned array of floats in device memory (a sign state's residuals).
+class DeviceFloats {
+ public:
+  DeviceFloats() = default;
+  ~DeviceFloats();
+  DeviceFloats(const DeviceFloats &) = delete;
+  DeviceFloats &operator=(const DeviceFloats &) = delete;
+
+  // count floats on `device`, holding init's count floats (host memory).
+  Status make(Device &device, const float *init, size_t count);
+  float *get() const { return p_; }
+
+ private:
+  Device *device_ = nullptr;
+  float *p_ = nullptr;
 };
 
 }  // namespace bagua

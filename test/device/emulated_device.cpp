@@ -273,8 +273,13 @@ CodecStatus EmulatedDevice::encode(const bagua::DeviceCodecSpec &spec, const voi
                                    bagua::DType t, size_t count, void *out, void *stream) {
   const void *in = host_view(src);
   void *o = host_view(out);
+  float *residual = host_view(spec.residual);
   launch(stream, [=]() {
     switch (spec.wire) {
+      case bagua::Wire::sign:
+        if (t != bagua::DType::f32) return CodecStatus::bad_argument;
+        return codec::sign_encode_with_feedback(static_cast<const float *>(in), residual, count,
+                                                spec.block, o);
       case bagua::Wire::q8: return codec::q8_encode(in, t, count, spec.block, o);
       case bagua::Wire::q4: return codec::q4_encode(in, t, count, spec.block, o);
       case bagua::Wire::fp16:
@@ -298,6 +303,8 @@ CodecStatus EmulatedDevice::decode(const bagua::DeviceCodecSpec &spec, const voi
       case bagua::Wire::q4: return verdict(codec::q4_decode(i, bytes, count, spec.block, d, t), s);
       case bagua::Wire::fp16:
       case bagua::Wire::bf16: return verdict(codec::cast_decode(i, bytes, count, d, t), s);
+      case bagua::Wire::sign:
+        return verdict(codec::sign_decode(i, bytes, count, spec.block, d, t), s);
       default: return CodecStatus::bad_argument;
     }
   });
@@ -318,6 +325,8 @@ CodecStatus EmulatedDevice::decode_accumulate(const bagua::DeviceCodecSpec &spec
         return verdict(codec::q4_decode_accumulate(i, bytes, count, spec.block, a), s);
       case bagua::Wire::fp16:
       case bagua::Wire::bf16: return verdict(codec::cast_decode_accumulate(i, bytes, count, a), s);
+      case bagua::Wire::sign:
+        return verdict(codec::sign_decode_accumulate(i, bytes, count, spec.block, a), s);
       default: return CodecStatus::bad_argument;
     }
   });

@@ -51,6 +51,12 @@ void expect_ok(int rc, const std::string &what) {
   if (rc != BAGUA_SUCCESS) expect(false, what + ": " + bagua_last_error());
 }
 
+void expect_refused(int rc, const char *what, const char *needle) {
+  expect(rc == BAGUA_ERR_INVALID_ARGUMENT, std::string(what) + " is refused");
+  expect(std::strstr(bagua_last_error(), needle) != nullptr,
+         std::string(what) + ": message '" + bagua_last_error() + "'");
+}
+
 size_t elem_size(MPI_Datatype t) { return t == MPI_DOUBLE ? 8 : t == MPI_FLOAT ? 4 : 2; }
 
 const char *type_name(MPI_Datatype t) {
@@ -160,25 +166,30 @@ void exact_and_codecs(MPI_Comm comm) {
 }
 
 // Sign keeps error feedback between calls: two states, one per memory type,
-// must give the same results call after call.
-void sign(MPI_Comm comm) {
+// must give the same results call after call (float32, and bfloat16 whose
+// encoder input is converted on the device). A state serves one memory type.
+void sign(MPI_Comm comm, MPI_Datatype t) {
   const int count = 5000;
   bagua_sign_state_t host_state = nullptr, device_state = nullptr;
-  expect(bagua_sign_state_create(count, comm, &host_state) == BAGUA_SUCCESS, "sign state");
-  expect(bagua_sign_state_create(count, comm, &device_state) == BAGUA_SUCCESS, "sign state");
+  expect_ok(bagua_sign_state_create(count, comm, &host_state), "sign state");
+  expect_ok(bagua_sign_state_create(count, comm, &device_state), "sign state");
   for (int round = 0; round < 3; ++round) {
-    const std::vector<unsigned char> in = input(MPI_FLOAT, count, round);
+    const std::vector<unsigned char> in = input(t, count, round);
     std::vector<unsigned char> host_out(in.size());
-    expect_ok(bagua_allreduce_sign(in.data(), host_out.data(), count, MPI_FLOAT, BAGUA_AVG, comm,
-                                   host_state),
-              "sign on the host");
+    expect_ok(
+        bagua_allreduce_sign(in.data(), host_out.data(), count, t, BAGUA_AVG, comm, host_state),
+        "sign on the host");
     DeviceBuffer d_in(in.size()), d_out(in.size());
     d_in.fill(in);
-    expect_ok(bagua_allreduce_sign(d_in.get(), d_out.get(), count, MPI_FLOAT, BAGUA_AVG, comm,
-                                   device_state),
-              "sign on the device");
-    expect(d_out.read() == host_out, "sign round " + std::to_string(round) + " differs");
+    expect_ok(
+        bagua_allreduce_sign(d_in.get(), d_out.get(), count, t, BAGUA_AVG, comm, device_state),
+        "sign on the device");
+    expect(d_out.read() == host_out,
+           std::string("sign ") + type_name(t) + " round " + std::to_string(round) + " differs");
   }
+  DeviceBuffer d(size_t(count) * elem_size(t));
+  expect_refused(bagua_allreduce_sign(MPI_IN_PLACE, d.get(), count, t, BAGUA_AVG, comm, host_state),
+                 "a host sign state with device buffers", "one state per memory type");
   bagua_sign_state_destroy(&host_state);
   bagua_sign_state_destroy(&device_state);
 }
@@ -333,12 +344,6 @@ void on_a_stream(MPI_Comm comm) {
 }
 #endif
 
-void expect_refused(int rc, const char *what, const char *needle) {
-  expect(rc == BAGUA_ERR_INVALID_ARGUMENT, std::string(what) + " is refused");
-  expect(std::strstr(bagua_last_error(), needle) != nullptr,
-         std::string(what) + ": message '" + bagua_last_error() + "'");
-}
-
 void refusals(MPI_Comm comm) {
   DeviceBuffer dev(4096);
   std::vector<float> host(1024);
@@ -410,7 +415,8 @@ int main(int argc, char **argv) {
     return 77;
   }
   exact_and_codecs(MPI_COMM_WORLD);
-  sign(MPI_COMM_WORLD);
+  sign(MPI_COMM_WORLD, MPI_FLOAT);
+  sign(MPI_COMM_WORLD, BAGUA_BFLOAT16);
   decentralized(MPI_COMM_WORLD);
   lowprec(MPI_COMM_WORLD);
   partial(MPI_COMM_WORLD);

@@ -17,8 +17,7 @@ enum class Codec { q8, fp16, bf16, sign, q4 };
 // Error-feedback state of the sign codec, indexed like the buffer.
 struct SignResiduals {
   bagua::SignFeedback feedback;
-  explicit SignResiduals(size_t count)
-      : feedback{MPI_COMM_NULL, count, std::vector<float>(count), std::vector<float>(count)} {}
+  explicit SignResiduals(size_t count) : feedback(MPI_COMM_NULL, count) {}
 };
 
 // q8, q4 and sign blocks: small, so 4099 elements span many blocks.

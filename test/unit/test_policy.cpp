@@ -51,7 +51,7 @@ TEST_CASE("compressed wires run ByteGrad; hierarchical only for the blocking cal
   SelectionSettings s;
   for (Wire w : {Wire::q8, Wire::q4, Wire::fp16, Wire::bf16, Wire::sign})
     CHECK(selected(s, Family::allreduce, w, 4) == Schedule::bytegrad);
-  for (Wire w : {Wire::q8, Wire::q4, Wire::fp16, Wire::bf16})
+  for (Wire w : {Wire::q8, Wire::q4, Wire::fp16, Wire::bf16, Wire::sign})
     CHECK(selected(s, Family::allreduce, w, 4, Memory::cuda) == Schedule::bytegrad);
   s.hierarchical = true;
   CHECK(selected(s, Family::allreduce, Wire::q8, 4) == Schedule::hierarchical);
@@ -72,10 +72,9 @@ TEST_CASE("exact allreduce has no device schedule", "[policy]") {
 TEST_CASE("device buffers run on the device only with the blocking allreduce's codecs",
           "[policy]") {
   SelectionSettings s;
-  for (Wire w : {Wire::q8, Wire::q4, Wire::fp16, Wire::bf16})
+  for (Wire w : {Wire::q8, Wire::q4, Wire::fp16, Wire::bf16, Wire::sign})
     CHECK(runs_on_device(s, Family::allreduce, w, 1 << 20));
-  // sign keeps its error feedback on the host; exact has no device reduction.
-  CHECK_FALSE(runs_on_device(s, Family::allreduce, Wire::sign, 1 << 20));
+  // exact has no device reduction.
   CHECK_FALSE(runs_on_device(s, Family::allreduce, Wire::exact, 1 << 20));
   // Partial reduce may weight its contribution on the host; low precision
   // runs its own ring; decentralized averaging is exact.
