@@ -2,8 +2,9 @@
 # The one script to run on a lent GPU machine (issue #16; 15 minutes of device
 # time a session): builds bagua with CUDA, runs every CUDA test (device codecs
 # bit for bit against their CPU twins; device buffers in the collectives at 1-3
-# ranks sharing the GPU) and the kernel rates against the device's copy rate
-# and nominal HBM bandwidth, and writes all output to $OUT (the device tool's
+# ranks sharing the GPU), the kernel rates against the device's copy rate
+# and nominal HBM bandwidth, and collectives on device buffers against host
+# buffers (bagua-bench-device), and writes all output to $OUT (the device tool's
 # result folder) or build-gpu-out/. Needs meson, ninja, MPI and CUDA installed
 # (the device machine reaches no package registry).
 #   bench/gpu/device-check.sh [--hbm-gbs 4800]
@@ -29,6 +30,9 @@ meson test -C build-gpu --print-errorlogs codec-q8 codec-cast codec-sign codec-c
   device_buffers-np2-mpi device_buffers-np3-mpi >"$out/tests.txt" 2>&1 || status=1
 cp build-gpu/meson-logs/testlog.txt "$out/" 2>/dev/null
 build-gpu/bench/gpu/bagua-bench-codec-cuda "$@" >"$out/rates.txt" 2>&1 || status=1
+# Collectives on device buffers against host buffers, 2 ranks sharing the GPU.
+timeout 240 mpirun -np 2 build-gpu/bench/gpu/bagua-bench-device --mib 1,16,64 --iters 5 \
+  >"$out/device-collectives.txt" 2>&1 || status=1
 tail -15 "$out/tests.txt"
-cat "$out/rates.txt"
+cat "$out/rates.txt" "$out/device-collectives.txt"
 exit "$status"
