@@ -360,14 +360,16 @@ BAGUA_API int bagua_allreduce_sign(const void *sendbuf, void *recvbuf, int count
  * Device buffers are recognised from the pointer (cudaPointerGetAttributes;
  * managed memory counts as host memory). sendbuf and recvbuf must both be
  * device buffers or both host buffers. Every blocking collective takes them,
- * and so do bucket tensors (bagua_bucket_comm_register). q8, q4, fp16, bf16
+ * and so do the nonblocking calls and bucket tensors
+ * (bagua_bucket_comm_register). q8, q4, fp16, bf16
  * and sign allreduce encode and decode with CUDA kernels on this stream, after
  * the work already queued on it, and copy only encoded bytes to the host for
  * the transport. The other calls copy the buffer into page-locked scratch
  * on this stream, run on the host, and copy the result back. A blocking call
- * returns after the results are written (the stream is synchronized). The
- * nonblocking calls and asynchronous averaging refuse device buffers
- * (BAGUA_ERR_INVALID_ARGUMENT). Scratch is kept per communicator: a
+ * returns after the results are written (the stream is synchronized);
+ * nonblocking calls and buckets take their input once the work queued on
+ * the stream before them is done (a CUDA event). Asynchronous averaging
+ * refuses device buffers (BAGUA_ERR_INVALID_ARGUMENT). Scratch is kept per communicator: a
  * repeated call allocates nothing. See doc/compressed.md, "Device buffers".
  *
  * @param comm   the communicator the stream is for (not MPI_COMM_NULL).
@@ -943,8 +945,10 @@ BAGUA_API int bagua_bucket_comm_wait_all(bagua_bucket_comm *bc);
  * arguments' rules as bagua_allreduce. *request is an MPI generalized request:
  * complete it with MPI_Wait, MPI_Test, MPI_Waitall, ... (not MPI_Cancel: a
  * started collective runs to the end). Buffers must not be touched until
- * then. Host memory only: CUDA device buffers are refused
- * (BAGUA_ERR_INVALID_ARGUMENT).
+ * then. CUDA device buffers are staged: the input is taken once the work
+ * queued on the stream of bagua_set_cuda_stream(comm) before this call is
+ * done, and the result is in recvbuf when the request completes; do not
+ * touch the buffers on any stream before that.
  *
  * Every rank must start its nonblocking calls on comm in the same order
  * (as MPI requires); they run concurrently on background threads over a

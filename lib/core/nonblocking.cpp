@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "../mc/cuda_stream.hpp"
 #include "run.hpp"
 #include "runtime.hpp"
 
@@ -86,34 +87,76 @@ Status NonblockingComm::check_usable() {
   return BAGUA_SUCCESS;
 }
 
+Status NonblockingComm::take_staging(const Call &call, StagingPool::Slot **slot) {
+  if (!staging_) {
+    Device *device = active_device();
+    if (device == nullptr)
+      return fail(BAGUA_ERR_INTERNAL, "a device buffer without an active device");
+    staging_ = std::make_unique<StagingPool>(*device);
+  }
+  BAGUA_TRY(staging_->take(call.count * dtype_size(call.dtype), slot));
+  const Status s = staging_->device().record_event((*slot)->event, cuda_stream_of(call.comm));
+  if (s != BAGUA_SUCCESS) staging_->give_back(*slot);
+  return s;
+}
+
+Status NonblockingComm::run_staged(AlgoContext &ctx, const Call &call, Schedule schedule,
+                                   StagingPool::Slot &slot) {
+  Device &device = staging_->device();
+  const size_t bytes = call.count * dtype_size(call.dtype);
+  BAGUA_TRY(device.wait_event(slot.event));
+  BAGUA_TRY(device.copy(slot.host, call.src, bytes, slot.stream));
+  BAGUA_TRY(device.synchronize(slot.stream));
+  Call host = call;
+  host.src = host.dst = slot.host;
+  host.memory = Memory::host;
+  BAGUA_TRY(comm_->record(run_flat(ctx, host, schedule, comm_->options())));
+  BAGUA_TRY(device.copy(call.dst, slot.host, bytes, slot.stream));
+  return device.synchronize(slot.stream);
+}
+
 Status NonblockingComm::start(const Call &call, MPI_Request *request) {
+  // Device buffers are staged, so every call runs a host schedule.
   Schedule schedule;
   BAGUA_TRY(select_schedule(SelectionSettings::from(comm_->options()), call.family, call.wire,
-                            call.count * dtype_size(call.dtype), call.memory, &schedule));
+                            call.count * dtype_size(call.dtype), Memory::host, &schedule));
   std::lock_guard lock(mutex_);
   BAGUA_TRY(check_usable());
+  StagingPool::Slot *slot = nullptr;
+  if (call.memory == Memory::cuda && call.count > 0) {
+    const Status s = take_staging(call, &slot);
+    if (s != BAGUA_SUCCESS) {
+      ++next_slot_;  // a refused call keeps its place in the call order
+      return s;
+    }
+  }
   auto *outcome = new Outcome;
   if (MPI_Grequest_start(&query_outcome, &free_outcome, &cancel_nothing, outcome, request) !=
       MPI_SUCCESS) {
     delete outcome;
+    if (slot != nullptr) staging_->give_back(slot);
     return fail(BAGUA_ERR_TRANSPORT, "MPI_Grequest_start failed");
   }
-  const uint64_t slot = next_slot_++;
+  const uint64_t tag_slot = next_slot_++;
   ++in_flight_;
   // The job owns its scratch; it touches the outcome only before completing
   // the request (MPI may free the outcome right after).
-  pool_->submit([this, call, schedule, slot, outcome, req = *request]() mutable {
+  pool_->submit([this, call, schedule, tag_slot, staged = slot, outcome, req = *request]() mutable {
     Bytes scratch;
-    AlgoContext ctx = comm_->call_in_slot(slot, scratch);
+    AlgoContext ctx = comm_->call_in_slot(tag_slot, scratch);
     Status s = BAGUA_ERR_INTERNAL;
     try {
       clear_last_error();
-      s = with_aligned_buffers(call, [&](const Call &aligned_call) {
-        return comm_->record(run_flat(ctx, aligned_call, schedule, comm_->options()));
-      });
+      if (staged != nullptr)
+        s = run_staged(ctx, call, schedule, *staged);
+      else
+        s = with_aligned_buffers(call, [&](const Call &aligned_call) {
+          return comm_->record(run_flat(ctx, aligned_call, schedule, comm_->options()));
+        });
     } catch (const std::bad_alloc &) {
       s = fail(BAGUA_ERR_OUT_OF_MEMORY, "allocation failed in a nonblocking call");
     }
+    if (staged != nullptr) staging_->give_back(staged);
     outcome->result = s;
     if (s != BAGUA_SUCCESS) outcome->message = last_error_message();
     {

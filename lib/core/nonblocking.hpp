@@ -12,8 +12,10 @@
 #include <memory>
 #include <mutex>
 
+#include "../mc/staging_pool.hpp"
 #include "call.hpp"
 #include "comm.hpp"
+#include "select.hpp"
 #include "worker_pool.hpp"
 
 namespace bagua {
@@ -27,16 +29,25 @@ class NonblockingComm final : public CommExtension {
   NonblockingComm &operator=(const NonblockingComm &) = delete;
 
   // Starts `call` on a worker thread in the next tag slot, and returns a
-  // generalized request that completes when it has run.
+  // generalized request that completes when it has run. Device buffers are
+  // staged: the input is taken once the work queued on the user's stream
+  // before this call is done (an event), copied to a page-locked slot of
+  // the pool, reduced on the host, and copied back before the request
+  // completes.
   Status start(const Call &call, MPI_Request *request);
 
  private:
   explicit NonblockingComm(std::unique_ptr<Communicator> comm);
   static Status create(MPI_Comm user_comm, std::unique_ptr<NonblockingComm> *out);
   Status check_usable();
+  // A staging slot for a device call, its event recorded on the user's stream.
+  Status take_staging(const Call &call, StagingPool::Slot **slot);
+  // The job of a staged device call.
+  Status run_staged(AlgoContext &ctx, const Call &call, Schedule schedule, StagingPool::Slot &slot);
 
-  std::unique_ptr<Communicator> comm_;  // used by the workers; outlives pool_
-  std::mutex mutex_;                    // guards the fields below
+  std::unique_ptr<Communicator> comm_;    // used by the workers; outlives pool_
+  std::unique_ptr<StagingPool> staging_;  // device calls; outlives pool_
+  std::mutex mutex_;                      // guards the fields below
   uint64_t next_slot_ = 0;
   int in_flight_ = 0;
   std::unique_ptr<WorkerPool> pool_;

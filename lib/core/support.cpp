@@ -23,12 +23,13 @@ constexpr uint8_t kAnyMemory = bit(Memory::host) | bit(Memory::cuda);
 
 using F = Family;
 using W = Wire;
-// Device buffers: every blocking family and the buckets. The compressed
-// allreduce's q8, q4, fp16 and bf16 run on the device; the core stages the
-// others through page-locked host memory (select.hpp, runs_on_device), and
-// buckets pack device tensors into host storage. The nonblocking and
-// asynchronous families keep using a buffer from background threads after
-// the call returns, and take host memory only.
+// Device buffers: every family but asynchronous averaging. The compressed
+// allreduce runs on the device; the core stages the other blocking calls
+// through page-locked host memory (select.hpp, runs_on_device), buckets
+// pack device tensors into host storage, and nonblocking calls stage
+// through a pool of page-locked slots. Asynchronous averaging keeps reading
+// and writing its buffer from a background thread while the caller
+// computes, and takes host memory only.
 constexpr SupportRow kMatrix[] = {
     {F::allreduce, W::exact, kAllTypes, kAllOps, kAnyMemory},
     {F::allreduce, W::q8, kCodecTypes, kSumOps, kAnyMemory},
@@ -36,9 +37,9 @@ constexpr SupportRow kMatrix[] = {
     {F::allreduce, W::fp16, kCodecTypes, kSumOps, kAnyMemory},
     {F::allreduce, W::bf16, kCodecTypes, kSumOps, kAnyMemory},
     {F::allreduce, W::sign, kCodecTypes, kSumOps, kAnyMemory},
-    {F::iallreduce, W::exact, kAllTypes, kAllOps, kHost},
-    {F::iallreduce, W::q8, kCodecTypes, kSumOps, kHost},
-    {F::iallreduce, W::q4, kCodecTypes, kSumOps, kHost},
+    {F::iallreduce, W::exact, kAllTypes, kAllOps, kAnyMemory},
+    {F::iallreduce, W::q8, kCodecTypes, kSumOps, kAnyMemory},
+    {F::iallreduce, W::q4, kCodecTypes, kSumOps, kAnyMemory},
     {F::bucket, W::exact, kAllTypes, kAllOps, kAnyMemory},
     {F::bucket, W::q8, kCodecTypes, kSumOps, kAnyMemory},
     {F::bucket, W::q4, kCodecTypes, kSumOps, kAnyMemory},
@@ -117,9 +118,8 @@ Status check_support(Family family, Wire wire, DType t, ReduceOp op, Memory memo
                 op_list(row->ops).c_str(), wire_name(wire), op_name(op));
   if (!(row->memory & bit(memory)))
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
-                "CUDA device buffers are not supported here (%s, %s): the call keeps using "
-                "the buffer from background threads; pass host memory (device buffers: "
-                "the blocking calls)",
+                "CUDA device buffers are not supported here (%s, %s): the buffer is read and "
+                "written from a background thread while the caller computes; pass host memory",
                 family_name(family), wire_name(wire));
   return BAGUA_SUCCESS;
 }

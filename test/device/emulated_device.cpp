@@ -39,36 +39,35 @@ CodecStatus verdict(CodecStatus st, uint32_t *status) {
 
 }  // namespace
 
-// One stream: operations run in order on a thread of its own.
+// One stream: operations queued in order, run only when someone needs
+// their results (synchronize, an event wait, a copy into pageable memory),
+// by that thread. Nothing completes by itself, the most adverse schedule a
+// GPU may take, so a missing synchronisation always shows.
 class EmulatedDevice::Queue {
  public:
-  Queue() : worker_([this] { run(); }) {}
-  // Runs what is queued, then stops.
-  ~Queue() {
-    {
-      const std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    queued_.notify_all();
-    worker_.join();
-  }
+  Queue() = default;
+  ~Queue() { drain(); }
   Queue(const Queue &) = delete;
   Queue &operator=(const Queue &) = delete;
 
   void push(std::function<void()> op) {
-    {
-      const std::lock_guard lock(mutex_);
-      ops_.push_back(std::move(op));
-      ++pending_;
-    }
-    queued_.notify_all();
+    const std::lock_guard lock(mutex_);
+    ops_.push_back(std::move(op));
   }
-  // Waits until everything queued so far ran; returns the sticky error
-  // ("" when none) and clears it.
+  // Runs everything queued so far, in order; returns the sticky error (""
+  // when none) and clears it.
   std::string drain() {
-    std::unique_lock lock(mutex_);
-    idle_.wait(lock, [&] { return pending_ == 0; });
-    return std::exchange(error_, "");
+    const std::lock_guard running(run_mutex_);  // one runner at a time keeps the order
+    for (;;) {
+      std::function<void()> op;
+      {
+        const std::lock_guard lock(mutex_);
+        if (ops_.empty()) return std::exchange(error_, "");
+        op = std::move(ops_.front());
+        ops_.pop_front();
+      }
+      op();
+    }
   }
   void fail(const std::string &what) {
     const std::lock_guard lock(mutex_);
@@ -76,34 +75,15 @@ class EmulatedDevice::Queue {
   }
 
  private:
-  void run() {
-    std::unique_lock lock(mutex_);
-    for (;;) {
-      queued_.wait(lock, [&] { return stopping_ || !ops_.empty(); });
-      if (ops_.empty()) return;
-      std::function<void()> op = std::move(ops_.front());
-      ops_.pop_front();
-      lock.unlock();
-      op();
-      lock.lock();
-      --pending_;
-      idle_.notify_all();
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable queued_, idle_;
+  std::mutex run_mutex_, mutex_;
   std::deque<std::function<void()>> ops_;
-  size_t pending_ = 0;
-  bool stopping_ = false;
   std::string error_;
-  std::thread worker_;  // last: starts once the members above exist
 };
 
-// Completes when the queue reaches the operation record_event queued.
+// Completes when its queue runs the operation record_event queued.
 struct EmulatedDevice::Event {
   std::mutex mutex;
-  std::condition_variable reached;
+  Queue *queue = nullptr;                // of the last record
   uint64_t recorded = 0, completed = 0;  // generations
 };
 
@@ -236,28 +216,34 @@ void EmulatedDevice::destroy_event(void *event) { delete static_cast<Event *>(ev
 
 bagua::Status EmulatedDevice::record_event(void *event, void *stream) {
   auto *e = static_cast<Event *>(event);
+  Queue &q = queue(stream);
   uint64_t generation;
   {
     const std::lock_guard lock(e->mutex);
     generation = ++e->recorded;
+    e->queue = &q;
   }
-  queue(stream).push([e, generation] {
-    {
-      const std::lock_guard lock(e->mutex);
-      e->completed = std::max(e->completed, generation);
-    }
-    e->reached.notify_all();
+  q.push([e, generation] {
+    const std::lock_guard lock(e->mutex);
+    e->completed = std::max(e->completed, generation);
   });
   return BAGUA_SUCCESS;
 }
 
 bagua::Status EmulatedDevice::wait_event(void *event) {
   auto *e = static_cast<Event *>(event);
-  std::unique_lock lock(e->mutex);
-  if (e->recorded == 0)
-    return bagua::fail(BAGUA_ERR_INTERNAL, "emulated device: waited for an event never recorded");
-  e->reached.wait(lock, [&] { return e->completed >= e->recorded; });
-  return BAGUA_SUCCESS;
+  Queue *q = nullptr;
+  {
+    const std::lock_guard lock(e->mutex);
+    if (e->recorded == 0)
+      return bagua::fail(BAGUA_ERR_INTERNAL, "emulated device: waited for an event never recorded");
+    q = e->queue;
+  }
+  const std::string error = q->drain();
+  if (!error.empty()) return bagua::fail(BAGUA_ERR_INTERNAL, "emulated device: %s", error.c_str());
+  const std::lock_guard lock(e->mutex);
+  if (e->completed >= e->recorded) return BAGUA_SUCCESS;
+  return bagua::fail(BAGUA_ERR_INTERNAL, "emulated device: an event did not complete");
 }
 
 void EmulatedDevice::launch(void *stream, std::function<CodecStatus()> kernel) {

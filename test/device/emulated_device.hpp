@@ -5,9 +5,10 @@
 //   library that reads or writes a device buffer from the host crashes the
 //   test instead of passing it. A second, readable mapping of the same pages
 //   serves this device's copies and kernels.
-// - Work is asynchronous: every stream is a queue that a thread of its own
-//   runs in order, so a result read before synchronize() (or before an
-//   event completed) is stale, as on a GPU. As cudaMemcpyAsync does, a copy
+// - Work is asynchronous, and as late as a GPU may make it: each stream is
+//   a queue that runs only when a thread needs its results (synchronize(),
+//   an event wait, a copy into pageable memory), so a result read without
+//   one is always stale. As cudaMemcpyAsync does, a copy
 //   from pageable host memory takes its source before it returns, and a copy
 //   into pageable host memory completes before it returns; copies between
 //   device and page-locked memory (allocate_host) do neither.
@@ -18,14 +19,12 @@
 // as their CUDA twins.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 #include "mc/device.hpp"
 

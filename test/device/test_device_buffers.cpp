@@ -1,8 +1,8 @@
 // Device buffers in every collective that takes them: each call's result on
 // device buffers must be bit for bit its result on host buffers of the same
 // inputs (exact, q8, q4, fp16, bf16, sign, decentralized, low-precision
-// decentralized, partial reduce, hierarchical mode, buckets; in place and
-// not; a misaligned device buffer), a repeated call allocates no device or
+// decentralized, partial reduce, hierarchical mode, buckets, nonblocking
+// calls; in place and not; a misaligned device buffer), a repeated call allocates no device or
 // page-locked memory, and the calls that cannot take device memory refuse
 // it with a message.
 //
@@ -39,6 +39,7 @@ namespace {
 int failures = 0;
 int rank = 0, size = 1;
 bagua_test::CountingDevice *device = nullptr;
+void *test_stream = nullptr;  // the test's own copies (DeviceBuffer)
 
 void expect(bool ok, const std::string &what) {
   if (ok) return;
@@ -97,14 +98,17 @@ class DeviceBuffer {
   DeviceBuffer &operator=(const DeviceBuffer &) = delete;
 
   void *get() const { return p_; }
+  // On the test's own stream: a call must have finished its work on the
+  // buffer when it returns (or its request completed), not merely queued
+  // it on the stream the library used.
   void fill(const std::vector<unsigned char> &bytes) {
-    device->copy(p_, bytes.data(), bytes.size(), nullptr);
-    device->synchronize(nullptr);
+    device->copy(p_, bytes.data(), bytes.size(), test_stream);
+    device->synchronize(test_stream);
   }
   std::vector<unsigned char> read() const {
     std::vector<unsigned char> out(bytes_);
-    device->copy(out.data(), p_, bytes_, nullptr);
-    device->synchronize(nullptr);
+    device->copy(out.data(), p_, bytes_, test_stream);
+    device->synchronize(test_stream);
     return out;
   }
 
@@ -292,9 +296,10 @@ std::vector<std::vector<unsigned char>> bucket_steps(MPI_Comm comm, bool on_devi
     for (int i = 0; i < 5; ++i) expect_ok(bagua_bucket_comm_mark_ready(bc, i), "mark ready");
     expect_ok(bagua_bucket_comm_wait_all(bc), "wait_all");
   }
-  bagua_bucket_comm_destroy(&bc);
+  // Read before destroying bc: wait_all's buckets must hold the results.
   if (on_device)
     for (int i = 0; i < 5; ++i) host[size_t(i)] = dev[size_t(i)]->read();
+  bagua_bucket_comm_destroy(&bc);
   return host;
 }
 
@@ -303,6 +308,49 @@ void buckets(MPI_Comm comm) {
     expect(bucket_steps(comm, true, a) == bucket_steps(comm, false, a),
            "device tensors in buckets differ from host tensors (algorithm " +
                std::to_string(int(a)) + ")");
+}
+
+// Nonblocking calls on device buffers: several in flight at once, each
+// waited for; the results equal the host calls'.
+void nonblocking(MPI_Comm comm) {
+  using Start = int (*)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request *);
+  const struct {
+    const char *name;
+    Start start;
+    int count;
+  } calls[] = {{"iallreduce", bagua_iallreduce, 70001},
+               {"iallreduce_q8", bagua_iallreduce_q8, 300001},
+               {"iallreduce_q4", bagua_iallreduce_q4, 4097}};
+  for (bool in_place : {false, true}) {
+    std::vector<std::vector<unsigned char>> host_out;
+    std::vector<std::unique_ptr<DeviceBuffer>> d_in, d_out;
+    std::vector<MPI_Request> requests;
+    for (const auto &c : calls) {
+      const std::vector<unsigned char> in = input(MPI_FLOAT, c.count);
+      host_out.push_back(in);
+      MPI_Request r = MPI_REQUEST_NULL;
+      expect_ok(c.start(in_place ? MPI_IN_PLACE : in.data(), host_out.back().data(), c.count,
+                        MPI_FLOAT, MPI_SUM, comm, &r),
+                std::string(c.name) + " on the host");
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+      d_in.push_back(std::make_unique<DeviceBuffer>(in.size()));
+      d_out.push_back(std::make_unique<DeviceBuffer>(in.size()));
+      (in_place ? *d_out.back() : *d_in.back()).fill(in);
+    }
+    // All device calls in flight together.
+    for (size_t i = 0; i < 3; ++i) {
+      MPI_Request r = MPI_REQUEST_NULL;
+      expect_ok(calls[i].start(in_place ? MPI_IN_PLACE : d_in[i]->get(), d_out[i]->get(),
+                               calls[i].count, MPI_FLOAT, MPI_SUM, comm, &r),
+                std::string(calls[i].name) + " on the device");
+      requests.push_back(r);
+    }
+    MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+    for (size_t i = 0; i < 3; ++i)
+      expect(d_out[i]->read() == host_out[i], std::string(calls[i].name) +
+                                                  (in_place ? " in place" : "") +
+                                                  ": device result differs from the host's");
+  }
 }
 
 // A call repeated with the same sizes allocates nothing on the device or in
@@ -318,6 +366,9 @@ void no_allocation_when_repeated(MPI_Comm comm) {
     bagua_allreduce(d_in.get(), d_out.get(), count, MPI_FLOAT, MPI_SUM, comm);
     bagua_decentralized_average(d_in.get(), d_out.get(), count, MPI_FLOAT, BAGUA_PEER_RING, 0, 1,
                                 comm);
+    MPI_Request r = MPI_REQUEST_NULL;
+    bagua_iallreduce_q8(d_in.get(), d_out.get(), count, MPI_FLOAT, MPI_SUM, comm, &r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
   };
   calls();
   const size_t before = device->allocations();
@@ -349,14 +400,9 @@ void refusals(MPI_Comm comm) {
   std::vector<float> host(1024);
   expect_refused(bagua_allreduce_q8(host.data(), dev.get(), 1024, MPI_FLOAT, MPI_SUM, comm),
                  "a host sendbuf with a device recvbuf", "both must be");
-  MPI_Request request = MPI_REQUEST_NULL;
-  expect_refused(
-      bagua_iallreduce(MPI_IN_PLACE, dev.get(), 1024, MPI_FLOAT, MPI_SUM, comm, &request),
-      "bagua_iallreduce on device buffers", "background threads");
-  expect(request == MPI_REQUEST_NULL, "a refused iallreduce leaves no request");
   bagua_async_t async = nullptr;
   expect_refused(bagua_async_average_create(dev.get(), 1024, MPI_FLOAT, 0, comm, &async),
-                 "asynchronous averaging of a device buffer", "background threads");
+                 "asynchronous averaging of a device buffer", "background thread");
   bagua_bucket_config config;
   bagua_bucket_config_init(&config);
   bagua_bucket_comm_t bc = nullptr;
@@ -414,6 +460,10 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return 77;
   }
+  if (device->create_stream(&test_stream) != BAGUA_SUCCESS) {
+    std::fprintf(stderr, "rank %d: cannot create a stream: %s\n", rank, bagua_last_error());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   exact_and_codecs(MPI_COMM_WORLD);
   sign(MPI_COMM_WORLD, MPI_FLOAT);
   sign(MPI_COMM_WORLD, BAGUA_BFLOAT16);
@@ -422,11 +472,13 @@ int main(int argc, char **argv) {
   partial(MPI_COMM_WORLD);
   hierarchical();
   buckets(MPI_COMM_WORLD);
+  nonblocking(MPI_COMM_WORLD);
   no_allocation_when_repeated(MPI_COMM_WORLD);
 #ifdef BAGUA_TEST_ON_CUDA
   on_a_stream(MPI_COMM_WORLD);
 #endif
   refusals(MPI_COMM_WORLD);
+  device->destroy_stream(test_stream);
   int any = 0;
   MPI_Allreduce(&failures, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (rank == 0) std::printf("%s on the %s device\n", any ? "FAILED" : "passed", device->name());

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Mutations of the device paths that test/device/test_device_buffers.cpp must
+catch: each removes one synchronisation, event or copy step (or makes one
+wrong), rebuilds the emulated test, runs it at 2 ranks and prints its exit
+status and failed checks, then restores the source. Run by hand from the
+repository root after a change to the device paths (not in CI: it edits
+sources). doc/compressed.md records the last counts.
+    test/device/check_mutations.py [builddir]
+"""
+import os
+import subprocess
+import sys
+M = [
+ ("device codec encode without synchronize", "lib/mc/device_codecs.cpp",
+  """    if (device_.copy(host, dev, n, stream_) != BAGUA_SUCCESS ||
+        device_.synchronize(stream_) != BAGUA_SUCCESS)
+      return CodecStatus::device_error;""","""    if (device_.copy(host, dev, n, stream_) != BAGUA_SUCCESS) return CodecStatus::device_error;"""),
+ ("staging read without synchronize", "lib/core/run.cpp",
+  """  BAGUA_TRY(device.copy(copy, call.src, bytes, stream));
+  BAGUA_TRY(device.synchronize(stream));""","""  BAGUA_TRY(device.copy(copy, call.src, bytes, stream));"""),
+ ("unstage without synchronize", "lib/core/run.cpp",
+  """  BAGUA_TRY(device.copy(call.dst, host.dst, call.count * dtype_size(call.dtype), stream));
+  return device.synchronize(stream);""","""  BAGUA_TRY(device.copy(call.dst, host.dst, call.count * dtype_size(call.dtype), stream));
+  return BAGUA_SUCCESS;"""),
+ ("queued encodes copied out without synchronize", "lib/mc/device_codecs.cpp",
+  """    const Status s = device_.synchronize(stream_);
+    for (const Queued""","""    const Status s = BAGUA_SUCCESS;
+    for (const Queued"""),
+ ("bucket mark_ready without its event", "lib/core/bucket_comm.cpp",
+  """  if (t.ready_event != nullptr)
+""","""  if (t.ready_event != nullptr && false)
+"""),
+ ("bucket unpack without synchronize", "lib/core/bucket_comm.cpp",
+  """      BAGUA_TRY(device_->copy(t.ptr, place, bytes, copy_stream_));
+  }
+  return device_ == nullptr ? BAGUA_SUCCESS : device_->synchronize(copy_stream_);""","""      BAGUA_TRY(device_->copy(t.ptr, place, bytes, copy_stream_));
+  }
+  return BAGUA_SUCCESS;"""),
+ ("nonblocking copy-back without synchronize", "lib/core/nonblocking.cpp",
+  """  BAGUA_TRY(device.copy(call.dst, slot.host, bytes, slot.stream));
+  return device.synchronize(slot.stream);""","""  BAGUA_TRY(device.copy(call.dst, slot.host, bytes, slot.stream));
+  return BAGUA_SUCCESS;"""),
+ ("nonblocking without the start event", "lib/core/nonblocking.cpp",
+  """  const Status s = staging_->device().record_event((*slot)->event, cuda_stream_of(call.comm));""","""  const Status s = BAGUA_SUCCESS;"""),
+ ("sign encoder without residuals", "test/device/emulated_device.cpp",
+  """sign_encode_with_feedback(static_cast<const float *>(in), residual, count,""","""sign_encode_with_feedback(static_cast<const float *>(in), nullptr, count,"""),
+ ("exact ring on device memory", "lib/core/select.cpp",
+  """  return best_row(score_table(settings, family), wire, bytes, Memory::cuda) != nullptr;""","""  return wire == Wire::exact || best_row(score_table(settings, family), wire, bytes, Memory::cuda) != nullptr;"""),
+ ("scratch allocating on every call", "lib/mc/device_scratch.cpp",
+  """  if (bytes <= b.bytes) return b.p;""","""  if (bytes <= b.bytes && false) return b.p;"""),
+]
+root = os.getcwd() + "/"
+build = root + (sys.argv[1] if len(sys.argv) > 1 else "build")
+env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+for name, f, old, new in M:
+    src=open(root+f).read()
+    if old not in src: print("NOT FOUND:", name); continue
+    open(root+f,'w').write(src.replace(old,new,1))
+    try:
+        b=subprocess.run(["ninja", "-C", build, "test/bagua-test-device-buffers"],capture_output=True,text=True)
+        if b.returncode: print(name, "BUILD FAILED", b.stdout[-500:]); continue
+        r=subprocess.run(["timeout","300","mpirun","-np","2",build + "/test/bagua-test-device-buffers"],capture_output=True,text=True,env=env)
+        out=r.stdout+r.stderr
+        print(f"{name}: exit {r.returncode}, {out.count('FAILED:')} failed checks")
+    finally:
+        open(root+f,'w').write(src)
+subprocess.run(["ninja", "-C", build], capture_output=True)
