@@ -119,7 +119,8 @@ class DeviceCodec final : public ChunkCodec {
     if (spec_.wire != Wire::sign) return device_.encode(spec, src, t, count, out, stream_);
     spec.residual = params_.residual[i] + position;
     if (t != DType::f32) {
-      auto *g = static_cast<float *>(scratch_.on_device(ScratchUse::converted, count * 4));
+      auto *g =
+          static_cast<float *>(scratch_.on_device(ScratchUse::converted, count * sizeof(float)));
       if (g == nullptr) return CodecStatus::device_error;
       const CodecStatus st = device_.load_as_float(src, t, count, g, stream_);
       if (st != CodecStatus::ok) return st;
