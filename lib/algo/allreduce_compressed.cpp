@@ -16,14 +16,27 @@ constexpr size_t kSlotAlign = 64;
 // Pipeline depth: a chunk is cut into at least kMinSegments segments, so the
 // encoding, scatter, reduction and gather of different segments overlap even
 // where a whole chunk is below BAGUA_SEGMENT_BYTES (many ranks, a few MiB),
-// but no segment gets smaller than kMinSegmentBytes of float32 (per-message
-// cost) unless BAGUA_SEGMENT_BYTES itself is. Measured in doc/benchmarks.md.
+// but no segment gets smaller than kMinSegmentBytes of float32, nor its
+// message smaller than kMinMessageBytes (per-message cost: sign's 1 bit per
+// element would otherwise send 2 KiB messages), unless BAGUA_SEGMENT_BYTES
+// itself is. Measured in doc/benchmarks.md.
 constexpr size_t kMinSegments = 8;
 constexpr size_t kMinSegmentBytes = 64 << 10;
+constexpr size_t kMinMessageBytes = 16 << 10;
+
+// Whole codec blocks whose encoding takes at least kMinMessageBytes.
+size_t elems_for_min_message(const ChunkCodec &codec) {
+  constexpr size_t kProbe = 1 << 20;
+  const size_t encoded = std::max<size_t>(codec.encoded_bytes(kProbe), 1);
+  const size_t elems = (kMinMessageBytes * kProbe + encoded - 1) / encoded;
+  const size_t block = codec.block_elems();
+  return (elems + block - 1) / block * block;
+}
 
 size_t segment_elems(size_t segment_bytes, const ChunkCodec &codec, size_t count, int ranks) {
   const size_t block = codec.block_elems(), most = segment_bytes / sizeof(float);
-  const size_t least = std::min(most, kMinSegmentBytes / sizeof(float));
+  const size_t least =
+      std::min(most, std::max(kMinSegmentBytes / sizeof(float), elems_for_min_message(codec)));
   const size_t chunk = (count + size_t(ranks) - 1) / size_t(ranks);
   const size_t per = std::clamp(chunk / kMinSegments, least, most);
   return std::max(block, per / block * block);
@@ -291,6 +304,11 @@ size_t bytegrad_bytes_sent(const ChunkCodec &codec, size_t count, int rank, int 
   for (int c = 0; c < ranks; ++c)
     if (c != rank) sent += chunk_bytes(c);
   return sent;
+}
+
+size_t bytegrad_segment_elems(const ChunkCodec &codec, size_t count, int ranks,
+                              size_t segment_bytes) {
+  return segment_elems(segment_bytes, codec, count, ranks);
 }
 
 size_t bytegrad_segment_rounds(const ChunkCodec &codec, size_t count, int ranks,

@@ -94,6 +94,11 @@ Status allreduce_compressed(AlgoContext &ctx, ChunkCodec &codec, const Compresse
 size_t bytegrad_bytes_sent(const ChunkCodec &codec, size_t count, int rank, int ranks,
                            size_t segment_bytes);
 
+// Elements of a full segment in that allreduce_compressed (the chunk's last
+// segment may be shorter).
+size_t bytegrad_segment_elems(const ChunkCodec &codec, size_t count, int ranks,
+                              size_t segment_bytes);
+
 // Segments of the largest chunk in that allreduce_compressed: each phase
 // (scatter, gather) exchanges this many rounds of messages among all ranks.
 size_t bytegrad_segment_rounds(const ChunkCodec &codec, size_t count, int ranks,

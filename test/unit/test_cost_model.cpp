@@ -2,7 +2,9 @@
 // closed-form values of each algorithm's alpha-beta terms.
 #include <catch2/catch.hpp>
 #include <string>
+#include <vector>
 
+#include "algo/compressed.hpp"
 #include "base/env.hpp"
 #include "codec.h"
 #include "core/cost_model.hpp"
@@ -169,6 +171,25 @@ TEST_CASE(
   CHECK(predict(p, row("q8"), kCount).transfer_s == Approx(2 * (3 * 1e-3 + 3 * message / 1e6)));
   p.alltoall_round_s = 1e-3;  // 8 ms > 3 ms
   CHECK(predict(p, row("q8"), kCount).transfer_s == Approx(2 * (8 * 1e-3 + 3 * message / 1e6)));
+}
+
+TEST_CASE(
+    "ByteGrad's messages are at least 16 KiB where the chunk allows: sign cuts fewer segments",
+    "[cost]") {
+  const auto q8 = make_q8_codec(codec::kDefaultQ8Block);
+  std::vector<float> residual(kCount);
+  const auto sign = make_sign_codec(codec::kDefaultQ8Block, residual.data(), residual.data());
+  for (int ranks : {4, 8}) {
+    // q8 keeps 8 segments of 64 KiB of float32 per chunk; sign (1 bit per
+    // element) would send 2-4 KiB messages that way.
+    CHECK(bytegrad_segment_rounds(*q8, kCount, ranks, 1 << 20) == 8);
+    const size_t elems = bytegrad_segment_elems(*sign, kCount, ranks, 1 << 20);
+    CHECK(sign->encoded_bytes(elems) >= 16384);
+    CHECK(sign->encoded_bytes(elems) < 16384 + 1024);
+    CHECK(bytegrad_segment_rounds(*sign, kCount, ranks, 1 << 20) < 8);
+  }
+  // BAGUA_SEGMENT_BYTES still caps a segment.
+  CHECK(bytegrad_segment_elems(*sign, kCount, 8, 64 << 10) == 16384);
 }
 
 TEST_CASE("recursive doubling steps: log2 p, and 2 more to fold the ranks above p", "[cost]") {
