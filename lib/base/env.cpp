@@ -22,7 +22,8 @@ constexpr EnvVar kVars[] = {
      "Message size in bytes from which auto uses the ring instead of recursive doubling."},
     {"BAGUA_SEGMENT_BYTES", "1048576",
      "Pipeline segment size in bytes for ring algorithms (4096 .. 1 GiB); compressed "
-     "allreduces cut a chunk shorter than 8 segments into 8, none below 64 KiB."},
+     "allreduces cut a chunk shorter than 8 segments into 8, none below 64 KiB of "
+     "float32 nor a message below 16 KiB."},
     {"BAGUA_CHECK_CALLS", "1",
      "1 = before any data moves, the ranks of each call compare a fingerprint of it (family, "
      "algorithm, count, datatype, op) and all return BAGUA_ERR_MISMATCH if they differ (a "
