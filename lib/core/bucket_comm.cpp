@@ -71,9 +71,7 @@ BucketComm::~BucketComm() {
 // and get the device's copy stream.
 Status BucketComm::check_memory(size_t count, Memory memory) {
   if (count == 0) return BAGUA_SUCCESS;  // no bytes to place
-  const bool first =
-      std::none_of(tensors_.begin(), tensors_.end(), [](const Tensor &t) { return t.count > 0; });
-  if (!first && memory != memory_)
+  if (memory_known_ && memory != memory_)
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
                 "bagua_bucket_comm_register: the tensor is in %s memory but earlier tensors in %s "
                 "memory; a bucketed communicator's tensors share one memory type",
@@ -84,9 +82,9 @@ Status BucketComm::check_memory(size_t count, Memory memory) {
                 "bagua_bucket_comm_register: flatten moves tensors into host storage; CUDA device "
                 "tensors need flatten 0");
   memory_ = memory;
+  memory_known_ = true;
   if (memory != Memory::cuda || device_ != nullptr) return BAGUA_SUCCESS;
-  device_ = active_device();
-  if (device_ == nullptr) return fail(BAGUA_ERR_INTERNAL, "a device tensor without a device");
+  BAGUA_TRY(require_active_device(&device_));
   return device_->create_stream(&copy_stream_);
 }
 

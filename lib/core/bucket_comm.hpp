@@ -120,6 +120,7 @@ class BucketComm {
   std::unique_ptr<Communicator> comm_;  // used by the workers; outlives pool_
   const BucketConfig config_;
   Memory memory_ = Memory::host;  // of every tensor with elements
+  bool memory_known_ = false;     // a tensor with elements was registered
   Device *device_ = nullptr;      // device tensors: their device and the
   void *copy_stream_ = nullptr;   // stream of the packing copies
   const int timeline_id_;

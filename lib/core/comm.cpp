@@ -181,9 +181,8 @@ AlgoContext Communicator::call_in_slot(uint64_t slot, Bytes &scratch) {
 
 Status Communicator::device_scratch(DeviceScratch **out) {
   if (!device_scratch_) {
-    Device *device = active_device();
-    if (device == nullptr)
-      return fail(BAGUA_ERR_INTERNAL, "a device buffer without an active device");
+    Device *device = nullptr;
+    BAGUA_TRY(require_active_device(&device));
     device_scratch_ = std::make_unique<DeviceScratch>(*device);
   }
   *out = device_scratch_.get();

@@ -89,9 +89,8 @@ Status NonblockingComm::check_usable() {
 
 Status NonblockingComm::take_staging(const Call &call, StagingPool::Slot **slot) {
   if (!staging_) {
-    Device *device = active_device();
-    if (device == nullptr)
-      return fail(BAGUA_ERR_INTERNAL, "a device buffer without an active device");
+    Device *device = nullptr;
+    BAGUA_TRY(require_active_device(&device));
     staging_ = std::make_unique<StagingPool>(*device);
   }
   BAGUA_TRY(staging_->take(call.count * dtype_size(call.dtype), slot));
@@ -105,14 +104,10 @@ Status NonblockingComm::run_staged(AlgoContext &ctx, const Call &call, Schedule 
   Device &device = staging_->device();
   const size_t bytes = call.count * dtype_size(call.dtype);
   BAGUA_TRY(device.wait_event(slot.event));
-  BAGUA_TRY(device.copy(slot.host, call.src, bytes, slot.stream));
-  BAGUA_TRY(device.synchronize(slot.stream));
-  Call host = call;
-  host.src = host.dst = slot.host;
-  host.memory = Memory::host;
-  BAGUA_TRY(comm_->record(run_flat(ctx, host, schedule, comm_->options())));
-  BAGUA_TRY(device.copy(call.dst, slot.host, bytes, slot.stream));
-  return device.synchronize(slot.stream);
+  BAGUA_TRY(copy_and_wait(device, slot.host, call.src, bytes, slot.stream));
+  BAGUA_TRY(
+      comm_->record(run_flat(ctx, staged_on_host(call, slot.host), schedule, comm_->options())));
+  return copy_and_wait(device, call.dst, slot.host, bytes, slot.stream);
 }
 
 Status NonblockingComm::start(const Call &call, MPI_Request *request) {

@@ -106,13 +106,8 @@ Status stage_to_host(Communicator &c, const Call &call, Call *host) {
   if (copy == nullptr)
     return fail(BAGUA_ERR_OUT_OF_MEMORY,
                 "could not allocate %zu bytes of page-locked staging memory", bytes);
-  Device &device = scratch->device();
-  void *stream = cuda_stream_of(call.comm);
-  BAGUA_TRY(device.copy(copy, call.src, bytes, stream));
-  BAGUA_TRY(device.synchronize(stream));
-  *host = call;
-  host->src = host->dst = copy;
-  host->memory = Memory::host;
+  BAGUA_TRY(copy_and_wait(scratch->device(), copy, call.src, bytes, cuda_stream_of(call.comm)));
+  *host = staged_on_host(call, copy);
   return BAGUA_SUCCESS;
 }
 
@@ -120,10 +115,8 @@ Status stage_to_host(Communicator &c, const Call &call, Call *host) {
 Status unstage(Communicator &c, const Call &call, const Call &host) {
   DeviceScratch *scratch = nullptr;
   BAGUA_TRY(c.device_scratch(&scratch));
-  Device &device = scratch->device();
-  void *stream = cuda_stream_of(call.comm);
-  BAGUA_TRY(device.copy(call.dst, host.dst, call.count * dtype_size(call.dtype), stream));
-  return device.synchronize(stream);
+  return copy_and_wait(scratch->device(), call.dst, host.dst, call.count * dtype_size(call.dtype),
+                       cuda_stream_of(call.comm));
 }
 
 // What a call that runs on the device needs from c: its device scratch,
@@ -210,6 +203,13 @@ Status agree_with_peers(AlgoContext &ctx, const Call &call, uint64_t extra,
   return BAGUA_SUCCESS;
 }
 
+Call staged_on_host(const Call &call, void *copy) {
+  Call host = call;
+  host.src = host.dst = copy;
+  host.memory = Memory::host;
+  return host;
+}
+
 bool buffers_aligned(const Call &call) {
   return call.count == 0 || (aligned(call.src, call.dtype) && aligned(call.dst, call.dtype));
 }
@@ -275,12 +275,9 @@ Status copy_input_to_output(const Call &call) {
     std::memcpy(call.dst, call.src, bytes);
     return BAGUA_SUCCESS;
   }
-  Device *device = active_device();
-  if (device == nullptr)
-    return fail(BAGUA_ERR_INTERNAL, "a device buffer without an active device");
-  void *stream = cuda_stream_of(call.comm);
-  BAGUA_TRY(device->copy(call.dst, call.src, bytes, stream));
-  return device->synchronize(stream);
+  Device *device = nullptr;
+  BAGUA_TRY(require_active_device(&device));
+  return copy_and_wait(*device, call.dst, call.src, bytes, cuda_stream_of(call.comm));
 }
 
 Status run_peer_average(Communicator &c, const Call &call, PeerMode mode, int round) {

@@ -66,6 +66,10 @@ Status with_aligned_buffers(const Call &call, Body &&body) {
   return BAGUA_SUCCESS;
 }
 
+// `call` in place on `copy`, host memory holding the call's input (a
+// device call staged through page-locked memory).
+Call staged_on_host(const Call &call, void *copy);
+
 // Runs `call` with a flat `schedule` among the ranks of ctx.transport (an
 // average divides by their number). `sink` (may be NULL) receives the
 // encode/decode phases of compressed schedules.

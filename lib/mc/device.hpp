@@ -88,6 +88,13 @@ class Device {
 // and the runtime reports a device, else none (nullptr). Thread-safe.
 Device *active_device();
 
+// The active device for a call with device buffers: fails (internal
+// error) when there is none, which memory_type_of rules out.
+Status require_active_device(Device **out);
+
+// Copies bytes on `stream` and waits until the copy is done.
+Status copy_and_wait(Device &device, void *dst, const void *src, size_t bytes, void *stream);
+
 // Tests only: makes `device` the active device (nullptr: back to the
 // default). Call before the first bagua call and keep it alive until after
 // the last.

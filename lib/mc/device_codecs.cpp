@@ -27,20 +27,13 @@ class DeviceCodec final : public ChunkCodec {
   }
   size_t block_elems() const override { return is_cast(spec_.wire) ? 1 : spec_.block; }
 
+  // Only the encoded bytes cross to the host; the transport needs them now
+  // (pieces queued before are copied out too, which is harmless).
   CodecStatus encode(Stage stage, size_t position, const void *src, DType t, size_t count,
                      void *out) override {
-    const size_t n = encoded_bytes(count);
-    void *dev = scratch_.on_device(ScratchUse::encoded, n);
-    void *host = scratch_.on_host(ScratchUse::encoded, n);
-    if (dev == nullptr || host == nullptr) return CodecStatus::device_error;
-    const CodecStatus st = encode_on_device(stage, position, src, t, count, dev);
+    const CodecStatus st = begin_encode(stage, position, src, t, count, out);
     if (st != CodecStatus::ok) return st;
-    // Only the encoded bytes cross to the host; the transport needs them now.
-    if (device_.copy(host, dev, n, stream_) != BAGUA_SUCCESS ||
-        device_.synchronize(stream_) != BAGUA_SUCCESS)
-      return CodecStatus::device_error;
-    std::memcpy(out, host, n);
-    return CodecStatus::ok;
+    return finish_encodes();
   }
 
   // Each queued piece gets its own place in the queued scratch (device and

@@ -45,8 +45,7 @@ Status DeviceFloats::make(Device &device, const float *init, size_t count) {
     return fail(BAGUA_ERR_OUT_OF_MEMORY, "could not allocate %zu bytes of device memory", bytes);
   device_ = &device;
   p_ = p;
-  BAGUA_TRY(device.copy(p, init, bytes, nullptr));
-  return device.synchronize(nullptr);
+  return copy_and_wait(device, p, init, bytes, nullptr);
 }
 
 }  // namespace bagua

@@ -11,18 +11,13 @@ import os
 import subprocess
 import sys
 M = [
- ("device codec encode without synchronize", "lib/mc/device_codecs.cpp",
-  """    if (device_.copy(host, dev, n, stream_) != BAGUA_SUCCESS ||
-        device_.synchronize(stream_) != BAGUA_SUCCESS)
-      return CodecStatus::device_error;""","""    if (device_.copy(host, dev, n, stream_) != BAGUA_SUCCESS) return CodecStatus::device_error;"""),
  ("staging read without synchronize", "lib/core/run.cpp",
-  """  BAGUA_TRY(device.copy(copy, call.src, bytes, stream));
-  BAGUA_TRY(device.synchronize(stream));""","""  BAGUA_TRY(device.copy(copy, call.src, bytes, stream));"""),
+  """  BAGUA_TRY(copy_and_wait(scratch->device(), copy, call.src, bytes, cuda_stream_of(call.comm)));""",
+  """  BAGUA_TRY(scratch->device().copy(copy, call.src, bytes, cuda_stream_of(call.comm)));"""),
  ("unstage without synchronize", "lib/core/run.cpp",
-  """  BAGUA_TRY(device.copy(call.dst, host.dst, call.count * dtype_size(call.dtype), stream));
-  return device.synchronize(stream);""","""  BAGUA_TRY(device.copy(call.dst, host.dst, call.count * dtype_size(call.dtype), stream));
-  return BAGUA_SUCCESS;"""),
- ("queued encodes copied out without synchronize", "lib/mc/device_codecs.cpp",
+  """  return copy_and_wait(scratch->device(), call.dst, host.dst, call.count * dtype_size(call.dtype),""",
+  """  return scratch->device().copy(call.dst, host.dst, call.count * dtype_size(call.dtype),"""),
+ ("the device codec's encodes copied out without synchronize", "lib/mc/device_codecs.cpp",
   """    const Status s = device_.synchronize(stream_);
     for (const Queued""","""    const Status s = BAGUA_SUCCESS;
     for (const Queued"""),
@@ -37,9 +32,12 @@ M = [
   }
   return BAGUA_SUCCESS;"""),
  ("nonblocking copy-back without synchronize", "lib/core/nonblocking.cpp",
-  """  BAGUA_TRY(device.copy(call.dst, slot.host, bytes, slot.stream));
-  return device.synchronize(slot.stream);""","""  BAGUA_TRY(device.copy(call.dst, slot.host, bytes, slot.stream));
-  return BAGUA_SUCCESS;"""),
+  """  return copy_and_wait(device, call.dst, slot.host, bytes, slot.stream);""",
+  """  return device.copy(call.dst, slot.host, bytes, slot.stream);"""),
+ ("copy_and_wait without waiting", "lib/mc/memory.cpp",
+  """  BAGUA_TRY(device.copy(dst, src, bytes, stream));
+  return device.synchronize(stream);""",
+  """  return device.copy(dst, src, bytes, stream);"""),
  ("nonblocking without the start event", "lib/core/nonblocking.cpp",
   """  const Status s = staging_->device().record_event((*slot)->event, cuda_stream_of(call.comm));""","""  const Status s = BAGUA_SUCCESS;"""),
  ("sign encoder without residuals", "test/device/emulated_device.cpp",
