@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <set>
+#include <thread>
 
 #include "algo/reduce.hpp"
 #include "core/comm.hpp"
@@ -549,6 +550,125 @@ Status measure_alltoall_efficiency(Probe &probe, const CostParams &p, double *ou
   return BAGUA_SUCCESS;
 }
 
+// The unit of computation the transfer-CPU probe runs between tests: a
+// float32 sum over 64 KiB that stays in the core's cache (adding zeros, so
+// the values never change).
+class ComputeSlice {
+ public:
+  ComputeSlice() : a_(kFloats, 1.0f), b_(kFloats, 0.0f) {}
+  void operator()() {
+    reduce_combine(a_.data(), a_.data(), b_.data(), kFloats, DType::f32, ReduceOp::sum);
+  }
+
+ private:
+  static constexpr size_t kFloats = 16384;
+  std::vector<float> a_, b_;
+};
+
+// `rounds` all-to-all rounds of `message` bytes to every other rank, one
+// after another as ByteGrad's segment rounds, with `slices` compute slices
+// run between the tests of the requests in flight (and after the last round
+// until all are done): what a CPU-bound collective does.
+// `send` and `recv` hold at least one message per rank.
+Status alltoall_rounds_with_compute(Probe &probe, size_t message, int rounds, int slices,
+                                    ComputeSlice &slice, std::vector<char> &send,
+                                    std::vector<char> &recv) {
+  const int n = probe.size(), r = probe.rank();
+  Transport &t = probe.transport();
+  std::vector<Request> requests(2 * size_t(n));
+  int done_slices = 0;
+  for (int round = 0; round < rounds; ++round) {
+    for (int k = 1; k < n; ++k) {
+      const int from = (r + n - k) % n, to = (r + k) % n;
+      BAGUA_TRY(
+          t.irecv(recv.data() + size_t(from) * message, message, from, 5, &requests[size_t(k)]));
+      BAGUA_TRY(
+          t.isend(send.data() + size_t(to) * message, message, to, 5, &requests[size_t(n + k)]));
+    }
+    for (bool pending = true; pending;) {
+      pending = false;
+      for (Request &req : requests) {
+        if (!req.active) continue;
+        bool done = false;
+        BAGUA_TRY(t.test(&req, &done));
+        pending = pending || !done;
+      }
+      if (pending && done_slices < slices) {
+        slice();
+        ++done_slices;
+      } else if (pending) {
+        std::this_thread::yield();
+      }
+    }
+  }
+  for (; done_slices < slices; ++done_slices) slice();
+  return BAGUA_SUCCESS;
+}
+
+// The transfer beside the compute: ByteGrad-like rounds of messages of at
+// most 16 KiB (sign's and q4's smallest), as many as 20 ms of the measured
+// link carry.
+constexpr int kTransferCpuRounds = 64;
+constexpr size_t kMaxSmallMessage = 16384;
+constexpr int kCalibrationSlices = 4096;
+constexpr int kTransferCpuRepeats = 3;
+
+// What the transfer delays the compute beside it in one repetition: every
+// rank runs compute slices lasting about twice the transfer (at least 40
+// ms), alone and between the tests of the transfer's requests.
+Status transfer_delay_once(Probe &probe, size_t message, int slices, ComputeSlice &slice,
+                           double *out) {
+  std::vector<char> send(message * size_t(probe.size())), recv(send.size());
+  const auto timed = [&](int rounds, double *t) {
+    return timed_exchange(
+        probe,
+        [&] {
+          return alltoall_rounds_with_compute(probe, message, rounds, slices, slice, send, recv);
+        },
+        t);
+  };
+  double compute = 0, with_transfer = 0;
+  BAGUA_TRY(timed(0, &compute));
+  BAGUA_TRY(timed(kTransferCpuRounds, &with_transfer));
+  *out = std::max(0.0, with_transfer - compute);
+  return BAGUA_SUCCESS;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The CPU a transfer takes from the computation beside it, per message a
+// rank sends (each rank receives as many): the median over
+// kTransferCpuRepeats repetitions (the scheduler's placement of ranks
+// sharing cores changes between them) of what the transfer delays the
+// compute, over its messages.
+Status measure_transfer_cpu(Probe &probe, CostParams *p) {
+  const int n = probe.size();
+  const double rate = p->flat_link().bytes_per_s;
+  const size_t per_peer = size_t(rate * 0.02 / (n - 1));
+  const size_t message =
+      std::clamp<size_t>(per_peer / kTransferCpuRounds / 1024 * 1024, 1024, kMaxSmallMessage);
+  ComputeSlice slice;
+  double slice_s = 0, transfer = 0;
+  BAGUA_TRY(timed_exchange(
+      probe,
+      [&] {
+        for (int i = 0; i < kCalibrationSlices; ++i) slice();
+        return BAGUA_SUCCESS;
+      },
+      &slice_s));
+  BAGUA_TRY(alltoall_exchange(probe, message * kTransferCpuRounds, &transfer));
+  const int slices =
+      int(std::max(0.04, 2 * transfer) / std::max(slice_s / kCalibrationSlices, 1e-9));
+  std::vector<double> delays(kTransferCpuRepeats);
+  for (double &delay : delays)
+    BAGUA_TRY(transfer_delay_once(probe, message, slices, slice, &delay));
+  p->transfer_cpu_message_s = median(delays) / (double(kTransferCpuRounds) * (n - 1));
+  return BAGUA_SUCCESS;
+}
+
 }  // namespace
 
 const char *usage() {
@@ -619,6 +739,7 @@ Status measure(MPI_Comm comm, const Args &args, Measurement *out) {
     BAGUA_TRY(measure_alltoall_efficiency(*probe, p, &p.alltoall_efficiency));
     BAGUA_TRY(alltoall_round(*probe, &p.alltoall_round_s));
     BAGUA_TRY(measure_call_checks(*probe, options, &p));
+    BAGUA_TRY(measure_transfer_cpu(*probe, &p));
   }
   measure_codecs(comm, host, options, args.model_bytes, &m);
   // Last: the overlap is what the collective hides of the terms above.
@@ -631,7 +752,9 @@ Status measure(MPI_Comm comm, const Args &args, Measurement *out) {
   m.notes.push_back(
       "all-to-all efficiency: 4 MiB per rank sent to all others at once, against the link "
       "rate; all-to-all round: 16 dependent rounds of 8 bytes to every other rank; call "
-      "checks: the library's own (BAGUA_CHECK_CALLS); overlap: the library's q8 "
+      "checks: the library's own (BAGUA_CHECK_CALLS); transfer CPU: what 64 all-to-all "
+      "rounds of up to 16 KiB per peer delay compute slices beside them (median of 3), "
+      "per message; overlap: the library's q8 "
       "allreduce of 4 MiB (or up to 64 MiB, so that its transfer lasts 25 ms) against "
       "the model's time for it without overlap; messages "
       "through bagua's transport (BAGUA_TRANSPORT, BAGUA_MPI_PIECE_BYTES)");
@@ -677,19 +800,20 @@ void print_table(FILE *out, const Advice &a, const CostParams &p, bool with_form
 }
 
 void print_params(FILE *out, const CostParams &p) {
-  std::fprintf(out,
-               "ranks %d, ranks per node %d (nodes %d)\n"
-               "intra-node: latency %.1f us, bandwidth %.0f MB/s\n"
-               "inter-node: latency %.1f us, bandwidth %.0f MB/s\n"
-               "all-to-all efficiency %.2f, all-to-all round %.1f us, compute/transfer overlap "
-               "%.2f, float32 sum %.0f MB/s\n"
-               "call check %.1f us per recursive-doubling step (%d steps), with ring "
-               "neighbours %.1f us\n",
-               p.ranks, p.ranks_per_node, p.nodes(), p.intra.latency_s * 1e6,
-               p.intra.bytes_per_s / 1e6, p.inter.latency_s * 1e6, p.inter.bytes_per_s / 1e6,
-               p.alltoall_efficiency, p.alltoall_round_s * 1e6, p.overlap,
-               p.reduce_bytes_per_s / 1e6, p.call_check_step_s * 1e6,
-               recursive_doubling_steps(p.ranks), p.peer_check_s * 1e6);
+  std::fprintf(
+      out,
+      "ranks %d, ranks per node %d (nodes %d)\n"
+      "intra-node: latency %.1f us, bandwidth %.0f MB/s\n"
+      "inter-node: latency %.1f us, bandwidth %.0f MB/s\n"
+      "all-to-all efficiency %.2f, all-to-all round %.1f us, compute/transfer overlap "
+      "%.2f, float32 sum %.0f MB/s\n"
+      "call check %.1f us per recursive-doubling step (%d steps), with ring "
+      "neighbours %.1f us\n"
+      "transfer CPU beside compute %.1f us per message\n",
+      p.ranks, p.ranks_per_node, p.nodes(), p.intra.latency_s * 1e6, p.intra.bytes_per_s / 1e6,
+      p.inter.latency_s * 1e6, p.inter.bytes_per_s / 1e6, p.alltoall_efficiency,
+      p.alltoall_round_s * 1e6, p.overlap, p.reduce_bytes_per_s / 1e6, p.call_check_step_s * 1e6,
+      recursive_doubling_steps(p.ranks), p.peer_check_s * 1e6, p.transfer_cpu_message_s * 1e6);
   for (const AlgorithmRow &row : algorithm_rows())
     if (row.algorithm == Algorithm::bytegrad)
       std::fprintf(out,
@@ -752,8 +876,8 @@ void print_report(FILE *out, const Args &args, const Measurement &m) {
   std::fprintf(out,
                "\nextrapolated to %d ranks, %d per node (assumes: the same latency and "
                "bandwidth per link and per node interface, the measured all-to-all "
-               "efficiency and round, call check per step, overlap and codec rates, a "
-               "non-blocking switch):\n",
+               "efficiency and round, call check per step, overlap, transfer CPU and "
+               "codec rates, a non-blocking switch):\n",
                predicted.ranks, predicted.ranks_per_node);
   print_table(out, b, predicted, false);
   print_recommendation(out, b, predicted, args.model_bytes);

@@ -273,6 +273,47 @@ size_t bytes_per_rank(const CostParams &p, const AlgorithmRow &row, size_t count
   return 0;
 }
 
+// The messages one rank sends (the leader's in hierarchical mode): the
+// ring's steps in segments, ByteGrad's segment rounds to each peer.
+double messages_per_rank(const CostParams &p, const AlgorithmRow &row, size_t count) {
+  const int n = p.ranks, k = std::min(p.ranks_per_node, p.ranks);
+  const auto ring_messages = [&] {
+    const size_t chunk = 4 * ((count + n - 1) / n), segment = std::max<size_t>(p.segment_bytes, 1);
+    return 2.0 * (n - 1) * double((chunk + segment - 1) / segment);
+  };
+  const auto bytegrad_messages = [&](int ranks) {
+    return 2.0 * (ranks - 1) *
+           double(bytegrad_rounds(float_call(row.wire, count), ranks, sizing_options(p)));
+  };
+  const bool ring_selected = 4 * count >= p.ring_threshold_bytes;
+  switch (row.algorithm) {
+    case Algorithm::exact_ring: return ring_messages();
+    case Algorithm::exact_recursive_doubling: return recursive_doubling_steps(n);
+    case Algorithm::bytegrad: return bytegrad_messages(n);
+    case Algorithm::hierarchical: return 2.0 * (k - 1) + bytegrad_messages(p.nodes());
+    case Algorithm::decentralized_all:
+      return ring_selected ? ring_messages() : recursive_doubling_steps(n);
+    case Algorithm::decentralized_shift_one: return 1;
+    case Algorithm::decentralized_ring:
+    case Algorithm::lowprec_ring: return 2;
+  }
+  return 0;
+}
+
+// Where the transfer needs the cores that the computation needs: the step
+// takes at least its compute plus the transfer's CPU (at most its whole
+// transfer), when that outlasts the overlapped sum.
+void bound_by_cpu(const CostParams &p, Estimate *e) {
+  const double cpu = p.transfer_cpu_message_s * e->messages_per_rank;
+  const double bound = e->compute_s + std::min(cpu, e->transfer_s);
+  if (bound <= e->seconds) return;
+  e->seconds = bound;
+  e->formula +=
+      format("; CPU-bound: compute %.3f ms + min(transfer %.3f ms, transfer CPU",
+             e->compute_s * 1e3, e->transfer_s * 1e3) +
+      format(" %.0f messages x %.1fus)", e->messages_per_rank, p.transfer_cpu_message_s * 1e6);
+}
+
 Estimate predict_time(const CostParams &p, const AlgorithmRow &row, size_t count) {
   const double bytes = 4.0 * double(count);
   switch (row.algorithm) {
@@ -303,15 +344,17 @@ double call_check_seconds(const CostParams &p, const AlgorithmRow &row) {
 }  // namespace
 
 Estimate predict(const CostParams &p, const AlgorithmRow &row, size_t count) {
-  if (p.ranks <= 1) return Estimate{0, 0, 0, 0, "one rank: nothing to send"};
+  if (p.ranks <= 1) return Estimate{0, 0, 0, 0, 0, "one rank: nothing to send"};
   Estimate e = predict_time(p, row, count);
+  e.bytes_per_rank = bytes_per_rank(p, row, count);
+  e.messages_per_rank = messages_per_rank(p, row, count);
+  bound_by_cpu(p, &e);
   const double check = call_check_seconds(p, row);
   if (check > 0) {
     e.seconds += check;
     e.transfer_s += check;
     e.formula += format(" + call check %.1fus", check * 1e6);
   }
-  e.bytes_per_rank = bytes_per_rank(p, row, count);
   return e;
 }
 

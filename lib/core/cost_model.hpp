@@ -53,6 +53,12 @@ struct CostParams {
   // averaging call (agree_with_peers). 0: no check.
   double call_check_step_s = 0;
   double peer_check_s = 0;
+  // The CPU a transfer takes from the computation beside it, per message a
+  // rank sends (its receive included): the kernel's network path, the
+  // transport's progress and the scheduling of ranks that share cores. A
+  // step whose compute needs the cores takes at least its compute plus this
+  // (at most its whole transfer more). 0: transfers take no CPU.
+  double transfer_cpu_message_s = 0;
   // Fraction of the shorter of compute and transfer hidden behind the other.
   double overlap = 0;
   double reduce_bytes_per_s = 4e9;        // float32 sum, bytes of one operand
@@ -97,6 +103,7 @@ struct Estimate {
   double seconds = 0;
   double transfer_s = 0;
   double compute_s = 0;
+  double messages_per_rank = 0;  // messages rank 0 sends, as the library cuts them in segments
   size_t bytes_per_rank = 0;  // bytes rank 0 sends (the leader's), headers and call check counted
   std::string formula;        // the terms, in words and numbers
 };

@@ -119,6 +119,49 @@ TEST_CASE("overlap hides its fraction of the shorter of transfer and compute", "
   CHECK(e.seconds == Approx(e.transfer_s + 0.5 * e.compute_s));
 }
 
+TEST_CASE("a transfer's CPU adds to compute where compute outlasts the transfer", "[cost]") {
+  // Fast links and slow codecs: sign's compute is longer than its transfer.
+  CostParams p = synthetic();
+  p.inter = {1e-5, 1e9};
+  p.overlap = 1;
+  const Estimate hidden = predict(p, row("sign"), kCount);
+  REQUIRE(hidden.compute_s > hidden.transfer_s);
+  CHECK(hidden.seconds == Approx(hidden.compute_s));  // all of the transfer hidden
+  // ByteGrad's messages: 2 phases x the segment rounds x (n-1) peers.
+  Options sizing;
+  sizing.segment_bytes = p.segment_bytes;
+  sizing.compressed.codec_block = int(p.codec_block);
+  const double rounds = double(bytegrad_rounds(float_call(Wire::sign, kCount), 4, sizing));
+  CHECK(hidden.messages_per_rank == Approx(2 * rounds * 3));
+  p.transfer_cpu_message_s = 1e-5;
+  const Estimate bound = predict(p, row("sign"), kCount);
+  const double cpu = 1e-5 * bound.messages_per_rank;
+  REQUIRE(cpu < bound.transfer_s);
+  CHECK(bound.seconds == Approx(bound.compute_s + cpu));
+  CHECK(bound.formula.find("CPU-bound") != std::string::npos);
+  // At most the whole transfer: compute and transfer, none of it hidden.
+  p.transfer_cpu_message_s = 1;
+  const Estimate serial = predict(p, row("sign"), kCount);
+  CHECK(serial.seconds == Approx(serial.compute_s + serial.transfer_s));
+  // Where the transfer outlasts compute, the overlapped sum stays.
+  p.inter = {1e-3, 1e6};
+  p.transfer_cpu_message_s = 1e-5;
+  const Estimate slow = predict(p, row("q8"), kCount);
+  REQUIRE(slow.transfer_s > slow.compute_s + 1e-5 * slow.messages_per_rank);
+  CHECK(slow.seconds == Approx(slow.transfer_s));
+  CHECK(slow.formula.find("CPU-bound") == std::string::npos);
+}
+
+TEST_CASE("messages per rank: the ring's segments, one or two peer messages", "[cost]") {
+  CostParams p = synthetic();
+  p.segment_bytes = size_t(1) << 18;  // a chunk of 1 MiB is 4 segments
+  CHECK(predict(p, row("ring"), kCount).messages_per_rank == 2 * 3 * 4);
+  CHECK(predict(p, row("recursive_doubling"), kCount).messages_per_rank == 2);
+  CHECK(predict(p, row("decentralized_shift_one"), kCount).messages_per_rank == 1);
+  CHECK(predict(p, row("decentralized_ring"), kCount).messages_per_rank == 2);
+  CHECK(predict(p, row("lowprec_ring"), kCount).messages_per_rank == 2);
+}
+
 TEST_CASE("one rank sends nothing and takes no time", "[cost]") {
   for (const AlgorithmRow &r : algorithm_rows()) {
     const Estimate e = predict(synthetic(1), r, kCount);
