@@ -369,7 +369,8 @@ BAGUA_API int bagua_allreduce_sign(const void *sendbuf, void *recvbuf, int count
  * returns after the results are written (the stream is synchronized);
  * nonblocking calls and buckets take their input once the work queued on
  * the stream before them is done (a CUDA event). Asynchronous averaging
- * refuses device buffers (BAGUA_ERR_INVALID_ARGUMENT). Scratch is kept per communicator: a
+ * stages a device buffer on a stream of its thread's own, not this one
+ * (bagua_async_average_create). Scratch is kept per communicator: a
  * repeated call allocates nothing. See doc/compressed.md, "Device buffers".
  *
  * @param comm   the communicator the stream is for (not MPI_COMM_NULL).
@@ -655,8 +656,21 @@ typedef struct bagua_async_s *bagua_async_t;
  * transport MPI must provide MPI_THREAD_MULTIPLE; with the ucx transport any
  * thread level works.
  *
- * @param buf         the weights, count elements of host memory (CUDA
- *                    device buffers are refused), aligned to the element
+ * A CUDA device buffer is staged through page-locked host memory allocated
+ * here, once (a round allocates nothing), on a CUDA stream of the thread's
+ * own: under the lock a round copies buf to the host; after the allreduce,
+ * again under the lock, it copies buf's current contents to the host, adds
+ * reduced - temp there and copies the result back. Each copy is complete
+ * before the thread releases the lock. The ordering is that of host memory:
+ * the thread touches buf only while holding the lock of
+ * bagua_async_average_lock / bagua_async_average_unlock, so the caller's
+ * writes to buf (kernels or copies on any stream) must be complete, e.g.
+ * their stream synchronized, before it unlocks, and once lock returns buf
+ * holds every update applied so far. Reads without the lock race with the
+ * thread's copies, as they race with its writes to host memory.
+ *
+ * @param buf         the weights, count elements of host or CUDA device
+ *                    memory, aligned to the element
  *                    size; stays registered (must stay valid) until
  *                    bagua_async_average_destroy. May be NULL only when
  *                    count == 0.

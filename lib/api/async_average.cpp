@@ -21,7 +21,8 @@ Status async_create(void *buf, int count, MPI_Datatype datatype, int interval_ms
   if (interval_ms < 0)
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "interval_ms %d is negative", interval_ms);
   auto h = std::make_unique<bagua_async_s>();
-  BAGUA_TRY(AsyncAverager::create(buf, call.count, call.dtype, interval_ms, comm, &h->averager));
+  BAGUA_TRY(AsyncAverager::create(buf, call.count, call.dtype, call.memory, interval_ms, comm,
+                                  &h->averager));
   *handle = h.release();
   return BAGUA_SUCCESS;
 }

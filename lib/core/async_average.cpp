@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "../algo/decentralized.hpp"
+#include "../mc/device.hpp"
 #include "run.hpp"
 
 namespace bagua {
@@ -17,16 +18,19 @@ void set_flag(unsigned char *element, DType t, bool on) {
 
 }  // namespace
 
-Status AsyncAverager::create(void *buf, size_t count, DType t, int interval_ms, MPI_Comm user_comm,
-                             std::unique_ptr<AsyncAverager> *out) {
+Status AsyncAverager::create(void *buf, size_t count, DType t, Memory memory, int interval_ms,
+                             MPI_Comm user_comm, std::unique_ptr<AsyncAverager> *out) {
   Communicator *c = nullptr;
   BAGUA_TRY(Communicator::get(user_comm, &c));
   BAGUA_TRY(c->check_usable());
   std::unique_ptr<Communicator> comm;
   BAGUA_TRY(Communicator::create_private(
       user_comm, "bagua_async_average_create (its averaging thread)", &comm));
-  out->reset(new AsyncAverager(buf, count, t, interval_ms, std::move(comm)));
-  (*out)->start();
+  std::unique_ptr<AsyncAverager> averager(
+      new AsyncAverager(buf, count, t, interval_ms, std::move(comm)));
+  if (memory == Memory::cuda) BAGUA_TRY(averager->stage_on_device());
+  averager->start();
+  *out = std::move(averager);
   return BAGUA_SUCCESS;
 }
 
@@ -40,8 +44,26 @@ AsyncAverager::AsyncAverager(void *buf, size_t count, DType t, int interval_ms,
       temp_((count + 1) * dtype_size(t)),
       reduced_((count + 1) * dtype_size(t)) {}
 
-// comm_ is freed after the thread stopped, with the other members.
-AsyncAverager::~AsyncAverager() { abort(); }
+// comm_ and the staging are freed after the thread stopped.
+AsyncAverager::~AsyncAverager() {
+  abort();
+  if (device_ == nullptr) return;
+  if (host_copy_ != nullptr) device_->release_host(host_copy_);
+  if (stream_ != nullptr) device_->destroy_stream(stream_);
+}
+
+// The device buffer's staging: the active device, the thread's stream and
+// the page-locked copy of buf.
+Status AsyncAverager::stage_on_device() {
+  BAGUA_TRY(require_active_device(&device_));
+  BAGUA_TRY(device_->create_stream(&stream_));
+  const size_t bytes = count_ * dtype_size(dtype_);
+  host_copy_ = device_->allocate_host(bytes);
+  if (host_copy_ == nullptr)
+    return fail(BAGUA_ERR_OUT_OF_MEMORY,
+                "could not allocate %zu bytes of page-locked staging memory", bytes);
+  return BAGUA_SUCCESS;
+}
 
 void AsyncAverager::start() {
   stop_requested_ = false;
@@ -78,15 +100,37 @@ Status AsyncAverager::barrier() {
   return average(&token, &token, 1, DType::f32);
 }
 
+// The weights where the host can read and write them, called with weights_
+// held: buf itself, or a device buffer's page-locked copy, filled from the
+// device on the thread's stream (complete on return).
+Status AsyncAverager::weights_on_host(void **out) {
+  if (device_ == nullptr) {
+    *out = buf_;
+    return BAGUA_SUCCESS;
+  }
+  *out = host_copy_;
+  return copy_and_wait(*device_, host_copy_, buf_, count_ * dtype_size(dtype_), stream_);
+}
+
+// A device buffer's page-locked copy back into it (complete on return),
+// called with weights_ held; host weights were updated in place.
+Status AsyncAverager::weights_write_back() {
+  if (device_ == nullptr) return BAGUA_SUCCESS;
+  return copy_and_wait(*device_, buf_, host_copy_, count_ * dtype_size(dtype_), stream_);
+}
+
 // temp = (w, this rank's stop request as 0 or 1); reduced = average of temp
 // over all ranks. The request's average is nonzero (not all zero bytes) iff
 // some rank asked to stop: then every rank stops in this round and discards
-// its average; otherwise w += reduced - temp.
+// its average; otherwise w += reduced - temp. w is read and updated under
+// weights_, through its host copy for a device buffer.
 Status AsyncAverager::average_once(bool *stop) {
   const size_t bytes = count_ * dtype_size(dtype_);
+  void *weights = nullptr;
   {
     std::lock_guard guard(weights_);
-    std::memcpy(temp_.data(), buf_, bytes);
+    BAGUA_TRY(weights_on_host(&weights));
+    std::memcpy(temp_.data(), weights, bytes);
   }
   {
     std::lock_guard guard(control_);
@@ -97,7 +141,9 @@ Status AsyncAverager::average_once(bool *stop) {
   *stop = std::any_of(flag, reduced_.end(), [](unsigned char b) { return b != 0; });
   if (*stop) return BAGUA_SUCCESS;
   std::lock_guard guard(weights_);
-  apply_average_delta(buf_, reduced_.data(), temp_.data(), count_, dtype_);
+  BAGUA_TRY(weights_on_host(&weights));
+  apply_average_delta(weights, reduced_.data(), temp_.data(), count_, dtype_);
+  BAGUA_TRY(weights_write_back());
   rounds_.fetch_add(1, std::memory_order_relaxed);
   return BAGUA_SUCCESS;
 }

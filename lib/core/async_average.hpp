@@ -1,7 +1,9 @@
 // Asynchronous model averaging (algorithms.md section 5): a background thread
 // averages a registered buffer with all ranks every interval while the caller
 // keeps computing. The thread uses a private communicator state (its own
-// duplicate and transport), so its messages never match the caller's.
+// duplicate and transport), so its messages never match the caller's. A
+// device buffer is staged: each read and update goes through a page-locked
+// copy, on a stream of the thread's own.
 #pragma once
 
 #include <mpi.h>
@@ -19,12 +21,16 @@
 
 namespace bagua {
 
+class Device;
+
 class AsyncAverager {
  public:
-  // Collective over user_comm; the thread starts running at once.
-  static Status create(void *buf, size_t count, DType t, int interval_ms, MPI_Comm user_comm,
-                       std::unique_ptr<AsyncAverager> *out);
-  // Stops the thread (as abort), then frees the private communicator state.
+  // Collective over user_comm; the thread starts running at once. `memory`
+  // is where buf lives.
+  static Status create(void *buf, size_t count, DType t, Memory memory, int interval_ms,
+                       MPI_Comm user_comm, std::unique_ptr<AsyncAverager> *out);
+  // Stops the thread (as abort), then frees the private communicator state
+  // and the staging of a device buffer.
   ~AsyncAverager();
   AsyncAverager(const AsyncAverager &) = delete;
   AsyncAverager &operator=(const AsyncAverager &) = delete;
@@ -43,11 +49,14 @@ class AsyncAverager {
   AsyncAverager(void *buf, size_t count, DType t, int interval_ms,
                 std::unique_ptr<Communicator> comm);
 
+  Status stage_on_device();
   void start();
   void run();
   Status average(const void *src, void *dst, size_t count, DType t);
   Status barrier();
   Status average_once(bool *stop);
+  Status weights_on_host(void **out);
+  Status weights_write_back();
 
   void *const buf_;
   const size_t count_;
@@ -56,6 +65,11 @@ class AsyncAverager {
   // Used by the thread while it runs, by the caller while it does not.
   std::unique_ptr<Communicator> comm_;
   Bytes temp_, reduced_;
+  // A device buffer's staging, made at create (a round allocates nothing):
+  // its device, the thread's stream, and a page-locked copy of buf.
+  Device *device_ = nullptr;
+  void *stream_ = nullptr;
+  void *host_copy_ = nullptr;
 
   std::mutex weights_;  // the caller's lock: held while buf is read or updated
   std::mutex control_;  // guards stop_requested_

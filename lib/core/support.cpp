@@ -18,18 +18,16 @@ constexpr uint8_t kAllOps =
 // A compressed sum is a sum of decoded values: max and min have no codec.
 constexpr uint8_t kSumOps = bit(ReduceOp::sum) | bit(ReduceOp::avg);
 constexpr uint8_t kAverage = bit(ReduceOp::avg);
-constexpr uint8_t kHost = bit(Memory::host);
 constexpr uint8_t kAnyMemory = bit(Memory::host) | bit(Memory::cuda);
 
 using F = Family;
 using W = Wire;
-// Device buffers: every family but asynchronous averaging. The compressed
-// allreduce runs on the device; the core stages the other blocking calls
-// through page-locked host memory (select.hpp, runs_on_device), buckets
-// pack device tensors into host storage, and nonblocking calls stage
-// through a pool of page-locked slots. Asynchronous averaging keeps reading
-// and writing its buffer from a background thread while the caller
-// computes, and takes host memory only.
+// Device buffers: every family. The compressed allreduce runs on the
+// device; the core stages the other blocking calls through page-locked host
+// memory (select.hpp, runs_on_device), buckets pack device tensors into
+// host storage, nonblocking calls stage through a pool of page-locked
+// slots, and asynchronous averaging through a page-locked copy of its
+// buffer on its thread's stream.
 constexpr SupportRow kMatrix[] = {
     {F::allreduce, W::exact, kAllTypes, kAllOps, kAnyMemory},
     {F::allreduce, W::q8, kCodecTypes, kSumOps, kAnyMemory},
@@ -49,7 +47,7 @@ constexpr SupportRow kMatrix[] = {
     {F::partial, W::q8, kCodecTypes, kAverage, kAnyMemory},
     {F::decentralized, W::exact, kAllTypes, kAverage, kAnyMemory},
     {F::lowprec, W::q8, kCodecTypes, kAverage, kAnyMemory},
-    {F::async, W::exact, kAllTypes, kAverage, kHost},
+    {F::async, W::exact, kAllTypes, kAverage, kAnyMemory},
 };
 
 const SupportRow *find_row(Family family, Wire wire) {
@@ -118,8 +116,7 @@ Status check_support(Family family, Wire wire, DType t, ReduceOp op, Memory memo
                 op_list(row->ops).c_str(), wire_name(wire), op_name(op));
   if (!(row->memory & bit(memory)))
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
-                "CUDA device buffers are not supported here (%s, %s): the buffer is read and "
-                "written from a background thread while the caller computes; pass host memory",
+                "CUDA device buffers are not supported by %s with %s; pass host memory",
                 family_name(family), wire_name(wire));
   return BAGUA_SUCCESS;
 }

@@ -44,6 +44,12 @@ M = [
   """sign_encode_with_feedback(static_cast<const float *>(in), residual, count,""","""sign_encode_with_feedback(static_cast<const float *>(in), nullptr, count,"""),
  ("exact ring on device memory", "lib/core/select.cpp",
   """  return best_row(score_table(settings, family), wire, bytes, Memory::cuda) != nullptr;""","""  return wire == Wire::exact || best_row(score_table(settings, family), wire, bytes, Memory::cuda) != nullptr;"""),
+ ("async averaging's copy in without waiting", "lib/core/async_average.cpp",
+  """  return copy_and_wait(*device_, host_copy_, buf_, count_ * dtype_size(dtype_), stream_);""",
+  """  return device_->copy(host_copy_, buf_, count_ * dtype_size(dtype_), stream_);"""),
+ ("async averaging's copy back without waiting", "lib/core/async_average.cpp",
+  """  return copy_and_wait(*device_, buf_, host_copy_, count_ * dtype_size(dtype_), stream_);""",
+  """  return device_->copy(buf_, host_copy_, count_ * dtype_size(dtype_), stream_);"""),
  ("scratch allocating on every call", "lib/mc/device_scratch.cpp",
   """  if (bytes <= b.bytes) return b.p;""","""  if (bytes <= b.bytes && false) return b.p;"""),
 ]

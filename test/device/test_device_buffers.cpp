@@ -2,9 +2,10 @@
 // device buffers must be bit for bit its result on host buffers of the same
 // inputs (exact, q8, q4, fp16, bf16, sign, decentralized, low-precision
 // decentralized, partial reduce, hierarchical mode, buckets, nonblocking
-// calls; in place and not; a misaligned device buffer), a repeated call allocates no device or
-// page-locked memory, and the calls that cannot take device memory refuse
-// it with a message.
+// calls; in place and not; a misaligned device buffer), asynchronous
+// averaging of a device buffer reaches the exact mean, a repeated call (or
+// round) allocates no device or page-locked memory, and the calls that cannot
+// take device memory as given refuse it with a message.
 //
 // Two builds of this file: on the emulated device (test/device/, every CI
 // pass; its device memory faults when the host touches it, so any host
@@ -14,12 +15,14 @@
 // Plain main: the skip must happen before any check runs.
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bagua.h"
@@ -64,22 +67,25 @@ const char *type_name(MPI_Datatype t) {
   return t == MPI_DOUBLE ? "f64" : t == MPI_FLOAT ? "f32" : t == BAGUA_FLOAT16 ? "f16" : "bf16";
 }
 
+// v as raw bytes of type t at out.
+void store_value(MPI_Datatype t, float v, unsigned char *out) {
+  if (t == MPI_DOUBLE) {
+    const double d = v;
+    std::memcpy(out, &d, 8);
+  } else if (t == MPI_FLOAT) {
+    std::memcpy(out, &v, 4);
+  } else {
+    const uint16_t h = t == BAGUA_FLOAT16 ? bagua::float_to_fp16(v) : bagua::float_to_bf16(v);
+    std::memcpy(out, &h, 2);
+  }
+}
+
 // Closed-form input of this rank, element i, as raw bytes of type t.
 std::vector<unsigned char> input(MPI_Datatype t, int count, int salt = 0) {
   std::vector<unsigned char> bytes(size_t(count) * elem_size(t));
-  for (int i = 0; i < count; ++i) {
-    const float v = float((i * 7 + rank * 13 + salt * 5) % 97) * 0.25f - 12.0f;
-    unsigned char *out = &bytes[size_t(i) * elem_size(t)];
-    if (t == MPI_DOUBLE) {
-      const double d = v;
-      std::memcpy(out, &d, 8);
-    } else if (t == MPI_FLOAT) {
-      std::memcpy(out, &v, 4);
-    } else {
-      const uint16_t h = t == BAGUA_FLOAT16 ? bagua::float_to_fp16(v) : bagua::float_to_bf16(v);
-      std::memcpy(out, &h, 2);
-    }
-  }
+  for (int i = 0; i < count; ++i)
+    store_value(t, float((i * 7 + rank * 13 + salt * 5) % 97) * 0.25f - 12.0f,
+                &bytes[size_t(i) * elem_size(t)]);
   return bytes;
 }
 
@@ -379,6 +385,69 @@ void no_allocation_when_repeated(MPI_Comm comm) {
          "repeated device calls allocated " + std::to_string(allocated) + " buffers");
 }
 
+// Weights spread around a mean that every type holds exactly: element i is
+// centre(i) + rank - (size - 1) / 2 on each rank, or centre(i) itself (the
+// mean). Sums and differences of these quarters are exact, so an averaging
+// round leaves every rank with the mean, and any later round keeps it.
+std::vector<unsigned char> spread_weights(MPI_Datatype t, int count, int salt, bool mean) {
+  std::vector<unsigned char> bytes(size_t(count) * elem_size(t));
+  const float offset = mean ? 0.0f : float(rank) - float(size - 1) / 2;
+  for (int i = 0; i < count; ++i)
+    store_value(t, float((i * 7 + salt * 5) % 97) * 0.25f - 12.0f + offset,
+                &bytes[size_t(i) * elem_size(t)]);
+  return bytes;
+}
+
+// Polls (under the averager's lock) until this rank applied `rounds`
+// rounds; still under the lock, the device buffer must hold `expected`: a
+// round's copy back is complete before the thread releases the lock.
+void expect_after_round(bagua_async_t averager, long long rounds, const DeviceBuffer &weights,
+                        const std::vector<unsigned char> &expected, const std::string &what) {
+  for (;;) {
+    long long done = 0;
+    bagua_async_average_lock(averager);
+    expect_ok(bagua_async_average_rounds(averager, &done), what + ": rounds");
+    const bool applied = done >= rounds;
+    if (applied) expect(weights.read() == expected, what + ": the weights under the lock");
+    bagua_async_average_unlock(averager);
+    if (applied) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+// Asynchronous averaging of a device buffer: after the first round (and
+// after stopping), every rank holds the exact mean; resumed on new weights,
+// the mean of those; rounds allocate no device or page-locked memory.
+void async_average(MPI_Comm comm) {
+  const int count = 3001;
+  for (MPI_Datatype t : {MPI_FLOAT, MPI_DOUBLE, BAGUA_FLOAT16}) {
+    const std::string what = std::string("async averaging ") + type_name(t);
+    DeviceBuffer weights(size_t(count) * elem_size(t));
+    weights.fill(spread_weights(t, count, 0, false));
+    // Create: the staging is allocated here, once.
+    bagua_async_t averager = nullptr;
+    expect_ok(bagua_async_average_create(weights.get(), count, t, 50, comm, &averager), what);
+    if (averager == nullptr) continue;
+    const size_t allocated = device->allocations();
+    expect_after_round(averager, 1, weights, spread_weights(t, count, 0, true), what);
+    expect_ok(bagua_async_average_abort(averager), what + ": abort");
+    expect(weights.read() == spread_weights(t, count, 0, true), what + ": after abort");
+    // New weights while stopped; resume's first round averages them.
+    weights.fill(spread_weights(t, count, 1, false));
+    long long rounds = 0;
+    expect_ok(bagua_async_average_rounds(averager, &rounds), what + ": rounds");
+    expect_ok(bagua_async_average_resume(averager), what + ": resume");
+    expect_after_round(averager, rounds + 1, weights, spread_weights(t, count, 1, true),
+                       what + " resumed");
+    expect_ok(bagua_async_average_abort(averager), what + ": abort");
+    expect(weights.read() == spread_weights(t, count, 1, true), what + ": resumed, after abort");
+    expect(device->allocations() == allocated,
+           what + ": rounds allocated " + std::to_string(device->allocations() - allocated) +
+               " buffers");
+    expect_ok(bagua_async_average_destroy(&averager), what + ": destroy");
+  }
+}
+
 #ifdef BAGUA_TEST_ON_CUDA
 // The calls on a stream of the caller's: the device codec's kernels and the
 // staging copies run on it.
@@ -400,9 +469,6 @@ void refusals(MPI_Comm comm) {
   std::vector<float> host(1024);
   expect_refused(bagua_allreduce_q8(host.data(), dev.get(), 1024, MPI_FLOAT, MPI_SUM, comm),
                  "a host sendbuf with a device recvbuf", "both must be");
-  bagua_async_t async = nullptr;
-  expect_refused(bagua_async_average_create(dev.get(), 1024, MPI_FLOAT, 0, comm, &async),
-                 "asynchronous averaging of a device buffer", "background thread");
   bagua_bucket_config config;
   bagua_bucket_config_init(&config);
   bagua_bucket_comm_t bc = nullptr;
@@ -474,6 +540,7 @@ int main(int argc, char **argv) {
   buckets(MPI_COMM_WORLD);
   nonblocking(MPI_COMM_WORLD);
   no_allocation_when_repeated(MPI_COMM_WORLD);
+  async_average(MPI_COMM_WORLD);
 #ifdef BAGUA_TEST_ON_CUDA
   on_a_stream(MPI_COMM_WORLD);
 #endif
