@@ -606,16 +606,19 @@ Status alltoall_rounds_with_compute(Probe &probe, size_t message, int rounds, in
 }
 
 // The transfer beside the compute: ByteGrad-like rounds of messages of at
-// most 16 KiB (sign's and q4's smallest), as many as 20 ms of the measured
-// link carry.
+// most 16 KiB (sign's and q4's smallest), as many as about 3 ms of the
+// measured link carry, so that the link's own time stays far inside the
+// compute beside it (a longer transfer, stretched by the scheduling of ranks
+// that share cores, outlasts the compute and reads as CPU).
 constexpr int kTransferCpuRounds = 64;
+constexpr double kTransferCpuLinkSeconds = 0.003;
 constexpr size_t kMaxSmallMessage = 16384;
 constexpr int kCalibrationSlices = 4096;
 constexpr int kTransferCpuRepeats = 3;
 
 // What the transfer delays the compute beside it in one repetition: every
-// rank runs compute slices lasting about twice the transfer (at least 40
-// ms), alone and between the tests of the transfer's requests.
+// rank runs compute slices lasting about four times the transfer (at least
+// 40 ms), alone and between the tests of the transfer's requests.
 Status transfer_delay_once(Probe &probe, size_t message, int slices, ComputeSlice &slice,
                            double *out) {
   std::vector<char> send(message * size_t(probe.size())), recv(send.size());
@@ -647,7 +650,7 @@ double median(std::vector<double> v) {
 Status measure_transfer_cpu(Probe &probe, CostParams *p) {
   const int n = probe.size();
   const double rate = p->flat_link().bytes_per_s;
-  const size_t per_peer = size_t(rate * 0.02 / (n - 1));
+  const size_t per_peer = size_t(rate * kTransferCpuLinkSeconds / (n - 1));
   const size_t message =
       std::clamp<size_t>(per_peer / kTransferCpuRounds / 1024 * 1024, 1024, kMaxSmallMessage);
   ComputeSlice slice;
@@ -661,7 +664,7 @@ Status measure_transfer_cpu(Probe &probe, CostParams *p) {
       &slice_s));
   BAGUA_TRY(alltoall_exchange(probe, message * kTransferCpuRounds, &transfer));
   const int slices =
-      int(std::max(0.04, 2 * transfer) / std::max(slice_s / kCalibrationSlices, 1e-9));
+      int(std::max(0.04, 4 * transfer) / std::max(slice_s / kCalibrationSlices, 1e-9));
   std::vector<double> delays(kTransferCpuRepeats);
   for (double &delay : delays)
     BAGUA_TRY(transfer_delay_once(probe, message, slices, slice, &delay));

@@ -69,6 +69,8 @@ TEST_CASE("advise: bytes per rank are the library's; the recommendation is a lis
   // The call checks are on by default (BAGUA_CHECK_CALLS), so they take time.
   CHECK((std::isfinite(m.params.call_check_step_s) && m.params.call_check_step_s > 0));
   CHECK((std::isfinite(m.params.peer_check_s) && m.params.peer_check_s > 0));
+  // The transfer's CPU beside compute: a delay per message, never negative.
+  CHECK((std::isfinite(m.params.transfer_cpu_message_s) && m.params.transfer_cpu_message_s >= 0));
   // The overlap is a fraction (the library's q8 allreduce against the model).
   CHECK((m.params.overlap >= 0 && m.params.overlap <= 1));
   // Every codec the rows use has its three pass rates measured.
