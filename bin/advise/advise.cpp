@@ -119,7 +119,7 @@ class Probe {
   std::unique_ptr<Transport> t_;
 };
 
-// Tags of the library calls the probes make (above the raw tags 1-4 of the
+// Tags of the library calls the probes make (above the raw tags 1-5 of the
 // probes' own exchanges): the call checks, the q8 allreduce.
 constexpr CallTags kCheckTags{32, 31}, kOverlapTags{64, 63};
 

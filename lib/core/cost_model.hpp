@@ -1,8 +1,9 @@
-// The cost model of every algorithm bagua runs (doc/tools.md, "bagua-advise"): alpha-beta
-// terms for each step, the codec and reduction passes at measured rates, and
-// the all-to-all (incast) efficiency. One place: bagua-advise predicts with
-// it, and the selection policy's automatic ring threshold is its crossover
-// at the default parameters. Pure arithmetic, unit-tested without MPI.
+// The cost model of every algorithm bagua runs (doc/tools.md, "bagua-advise"):
+// alpha-beta terms for each step, the codec and reduction passes at measured
+// rates, the all-to-all (incast) efficiency and the CPU a transfer takes from
+// the compute beside it. One place: bagua-advise predicts with it, and the
+// selection policy's automatic ring threshold is its crossover at the
+// default parameters. Pure arithmetic, unit-tested without MPI.
 #pragma once
 
 #include <array>
