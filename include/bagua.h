@@ -706,7 +706,8 @@ BAGUA_API int bagua_async_average_unlock(bagua_async_t handle);
  * no-op.
  * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL handle), or the
  *         error that stopped the thread (BAGUA_ERR_TIMEOUT,
- *         BAGUA_ERR_TRANSPORT, ...) after which the averager is broken.
+ *         BAGUA_ERR_TRANSPORT, a failed copy of a device buffer, ...) after
+ *         which the averager is broken.
  */
 BAGUA_API int bagua_async_average_abort(bagua_async_t handle);
 

@@ -81,8 +81,10 @@ void AsyncAverager::run() {
                      [&] { return stop_requested_; });
     }
     bool stop = false;
-    // A failed round is recorded in comm_'s failure state.
-    if (average_once(&stop) != BAGUA_SUCCESS || stop) break;
+    // A failed round breaks comm_: the other ranks' next round waits for this
+    // rank's in vain, also where only this rank failed (a device copy).
+    const Status s = comm_->record_stop(average_once(&stop));
+    if (s != BAGUA_SUCCESS || stop) break;
   }
   exited_ = true;
 }

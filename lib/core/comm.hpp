@@ -68,8 +68,10 @@ class Communicator {
   AlgoContext call_in_slot(uint64_t slot, Bytes &scratch);
 
   // Records the outcome of a call: after a failure that breaks the
-  // communicator, later calls are refused.
+  // communicator (record), or any failure of a background thread's step
+  // (record_stop: its peers wait for it in vain), later calls are refused.
   Status record(Status s) { return failure_.record(s); }
+  Status record_stop(Status s) { return failure_.record_stop(s); }
   const FailureState &failure() const { return failure_; }
 
   // Claims the communicator for one call of the calling thread (false: another

@@ -9,8 +9,10 @@ Status FailureState::check() const {
               bagua_error_string(first_), message_.c_str());
 }
 
-Status FailureState::record(Status s) {
-  if (!breaks(s)) return s;
+Status FailureState::record(Status s) { return breaks(s) ? record_stop(s) : s; }
+
+Status FailureState::record_stop(Status s) {
+  if (s == BAGUA_SUCCESS) return s;
   std::lock_guard lock(mutex_);
   if (first_ == BAGUA_SUCCESS) {
     first_ = s;

@@ -26,6 +26,10 @@ class FailureState {
   // Records the outcome of a call (the thread's last error is its message)
   // and returns it.
   Status record(Status s);
+  // Records any failure `s` as breaking: a background thread's step that
+  // failed on this rank alone (a device copy), whose peers will wait for it
+  // in vain. Returns s.
+  Status record_stop(Status s);
   bool broken() const;
   // The first failure itself (its status and message), or success.
   Status first() const;

@@ -50,6 +50,9 @@ M = [
  ("async averaging's copy back without waiting", "lib/core/async_average.cpp",
   """  return copy_and_wait(*device_, buf_, host_copy_, count_ * dtype_size(dtype_), stream_);""",
   """  return device_->copy(buf_, host_copy_, count_ * dtype_size(dtype_), stream_);"""),
+ ("async averaging's failed copy not recorded", "lib/core/async_average.cpp",
+  """    const Status s = comm_->record_stop(average_once(&stop));""",
+  """    const Status s = average_once(&stop);"""),
  ("scratch allocating on every call", "lib/mc/device_scratch.cpp",
   """  if (bytes <= b.bytes) return b.p;""","""  if (bytes <= b.bytes && false) return b.p;"""),
 ]

@@ -1,6 +1,7 @@
 // A Device that forwards every operation to another and counts its
 // allocations (device and page-locked), so a test can show that a repeated
-// call allocates nothing, on the emulated device and on CUDA alike.
+// call allocates nothing, on the emulated device and on CUDA alike; told
+// to, it fails every copy, as a device that lost its context does.
 #pragma once
 
 #include <atomic>
@@ -13,6 +14,7 @@ class CountingDevice final : public bagua::Device {
  public:
   explicit CountingDevice(bagua::Device &inner) : d_(inner) {}
   size_t allocations() const { return allocations_.load(); }
+  void fail_copies(bool on) { fail_copies_ = on; }
 
   const char *name() const override { return d_.name(); }
   bool is_device_pointer(const void *p) const override { return d_.is_device_pointer(p); }
@@ -27,6 +29,7 @@ class CountingDevice final : public bagua::Device {
   }
   void release_host(void *p) override { d_.release_host(p); }
   bagua::Status copy(void *dst, const void *src, size_t bytes, void *stream) override {
+    if (fail_copies_) return bagua::fail(BAGUA_ERR_INTERNAL, "the test device fails its copies");
     return d_.copy(dst, src, bytes, stream);
   }
   bagua::Status synchronize(void *stream) override { return d_.synchronize(stream); }
@@ -68,6 +71,7 @@ class CountingDevice final : public bagua::Device {
  private:
   bagua::Device &d_;
   std::atomic<size_t> allocations_{0};
+  std::atomic<bool> fail_copies_{false};
 };
 
 }  // namespace bagua_test

@@ -415,6 +415,28 @@ void expect_after_round(bagua_async_t averager, long long rounds, const DeviceBu
   }
 }
 
+// A device copy that fails on the averager's thread: with an interval no
+// test outlasts, the only round is the one abort wakes, and it starts with
+// a copy, so every rank's thread stops there, before any message, and abort
+// and destroy report the device's error instead of success.
+void async_average_copy_failure(MPI_Comm comm) {
+  const int count = 1024;
+  DeviceBuffer weights(size_t(count) * sizeof(float));
+  weights.fill(spread_weights(MPI_FLOAT, count, 0, false));
+  bagua_async_t averager = nullptr;
+  expect_ok(bagua_async_average_create(weights.get(), count, MPI_FLOAT, 3600000, comm, &averager),
+            "async averaging, failing copies: create");
+  if (averager == nullptr) return;
+  device->fail_copies(true);
+  const int rc = bagua_async_average_abort(averager);
+  expect(rc != BAGUA_SUCCESS, "async averaging, failing copies: abort reports the failure");
+  expect(std::strstr(bagua_last_error(), "fails its copies") != nullptr,
+         std::string("async averaging, failing copies: message '") + bagua_last_error() + "'");
+  expect(bagua_async_average_destroy(&averager) != BAGUA_SUCCESS && averager == nullptr,
+         "async averaging, failing copies: destroy reports it and frees the handle");
+  device->fail_copies(false);
+}
+
 // Asynchronous averaging of a device buffer: after the first round (and
 // after stopping), every rank holds the exact mean; resumed on new weights,
 // the mean of those; rounds allocate no device or page-locked memory.
@@ -541,6 +563,7 @@ int main(int argc, char **argv) {
   nonblocking(MPI_COMM_WORLD);
   no_allocation_when_repeated(MPI_COMM_WORLD);
   async_average(MPI_COMM_WORLD);
+  async_average_copy_failure(MPI_COMM_WORLD);
 #ifdef BAGUA_TEST_ON_CUDA
   on_a_stream(MPI_COMM_WORLD);
 #endif
