@@ -209,10 +209,10 @@ Status ring_exchange(Probe &probe, size_t bytes, double *out) {
       out);
 }
 
-// One all-to-all: every rank sends `message` bytes to every other at once
-// (ByteGrad's scatter), each peer starting from the right, and waits for
-// all. `send` and `recv` hold one message per rank, `requests` 2n entries.
-Status alltoall_step(Probe &probe, const std::vector<char> &send, std::vector<char> &recv,
+// Posts one all-to-all: every rank sends `message` bytes to every other at
+// once (ByteGrad's scatter), each peer starting from the right. `send` and
+// `recv` hold one message per rank, `requests` 2n entries.
+Status post_alltoall(Probe &probe, const std::vector<char> &send, std::vector<char> &recv,
                      size_t message, Tag tag, std::vector<Request> &requests) {
   const int n = probe.size(), r = probe.rank();
   Transport &t = probe.transport();
@@ -223,7 +223,14 @@ Status alltoall_step(Probe &probe, const std::vector<char> &send, std::vector<ch
     BAGUA_TRY(
         t.isend(send.data() + size_t(to) * message, message, to, tag, &requests[size_t(n + k)]));
   }
-  return wait_all(t, requests, probe.deadline());
+  return BAGUA_SUCCESS;
+}
+
+// One all-to-all (post_alltoall), waiting for all of it.
+Status alltoall_step(Probe &probe, const std::vector<char> &send, std::vector<char> &recv,
+                     size_t message, Tag tag, std::vector<Request> &requests) {
+  BAGUA_TRY(post_alltoall(probe, send, recv, message, tag, requests));
+  return wait_all(probe.transport(), requests, probe.deadline());
 }
 
 // The time of one all-to-all of `message` bytes to every other rank.
@@ -573,18 +580,12 @@ class ComputeSlice {
 Status alltoall_rounds_with_compute(Probe &probe, size_t message, int rounds, int slices,
                                     ComputeSlice &slice, std::vector<char> &send,
                                     std::vector<char> &recv) {
-  const int n = probe.size(), r = probe.rank();
   Transport &t = probe.transport();
-  std::vector<Request> requests(2 * size_t(n));
+  std::vector<Request> requests(2 * size_t(probe.size()));
   int done_slices = 0;
   for (int round = 0; round < rounds; ++round) {
-    for (int k = 1; k < n; ++k) {
-      const int from = (r + n - k) % n, to = (r + k) % n;
-      BAGUA_TRY(
-          t.irecv(recv.data() + size_t(from) * message, message, from, 5, &requests[size_t(k)]));
-      BAGUA_TRY(
-          t.isend(send.data() + size_t(to) * message, message, to, 5, &requests[size_t(n + k)]));
-    }
+    BAGUA_TRY(post_alltoall(probe, send, recv, message, 5, requests));
+    // Test every request in flight, one compute slice between the sweeps.
     for (bool pending = true; pending;) {
       pending = false;
       for (Request &req : requests) {

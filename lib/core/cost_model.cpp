@@ -191,9 +191,14 @@ Estimate lowprec_ring(const CostParams &p, size_t count) {
                      pass_term("update", 2 * bytes, p.reduce_bytes_per_s));
 }
 
-// `all` is the blocking exact average: the schedule the policy selects.
+// `all` is the blocking exact average: the schedule the policy selects
+// (BAGUA_RING_THRESHOLD), the ring or recursive doubling.
+bool all_runs_ring(const CostParams &p, size_t count) {
+  return 4 * count >= p.ring_threshold_bytes;
+}
+
 Estimate decentralized_all(const CostParams &p, size_t count) {
-  return 4 * count >= p.ring_threshold_bytes ? ring(p, count) : recursive_doubling(p, count);
+  return all_runs_ring(p, count) ? ring(p, count) : recursive_doubling(p, count);
 }
 
 // The defaults without the ring threshold, which is derived from them.
@@ -260,12 +265,10 @@ size_t bytes_per_rank(const CostParams &p, const AlgorithmRow &row, size_t count
     case Algorithm::bytegrad: return bytes_sent(p, row.wire, Schedule::bytegrad, count, p.ranks);
     case Algorithm::hierarchical:
       return (k - 1) * bytes + bytes_sent(p, row.wire, Schedule::bytegrad, count, p.nodes());
-    case Algorithm::decentralized_all: {
-      const bool ring_selected = bytes >= p.ring_threshold_bytes;
+    case Algorithm::decentralized_all:
       return bytes_sent(p, Wire::exact,
-                        ring_selected ? Schedule::ring : Schedule::recursive_doubling, count,
-                        p.ranks);
-    }
+                        all_runs_ring(p, count) ? Schedule::ring : Schedule::recursive_doubling,
+                        count, p.ranks);
     case Algorithm::decentralized_shift_one: return bytes;
     case Algorithm::decentralized_ring: return 2 * bytes;
     case Algorithm::lowprec_ring: return 2 * wire_message_bytes(Wire::q8, count, p.codec_block);
@@ -285,14 +288,13 @@ double messages_per_rank(const CostParams &p, const AlgorithmRow &row, size_t co
     return 2.0 * (ranks - 1) *
            double(bytegrad_rounds(float_call(row.wire, count), ranks, sizing_options(p)));
   };
-  const bool ring_selected = 4 * count >= p.ring_threshold_bytes;
   switch (row.algorithm) {
     case Algorithm::exact_ring: return ring_messages();
     case Algorithm::exact_recursive_doubling: return recursive_doubling_steps(n);
     case Algorithm::bytegrad: return bytegrad_messages(n);
     case Algorithm::hierarchical: return 2.0 * (k - 1) + bytegrad_messages(p.nodes());
     case Algorithm::decentralized_all:
-      return ring_selected ? ring_messages() : recursive_doubling_steps(n);
+      return all_runs_ring(p, count) ? ring_messages() : recursive_doubling_steps(n);
     case Algorithm::decentralized_shift_one: return 1;
     case Algorithm::decentralized_ring:
     case Algorithm::lowprec_ring: return 2;
