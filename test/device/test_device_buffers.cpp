@@ -437,6 +437,21 @@ void async_average_copy_failure(MPI_Comm comm) {
   device->fail_copies(false);
 }
 
+// Bad input to asynchronous averaging of a device buffer gets the host
+// path's errors: a misaligned buffer (the thread keeps it), a negative
+// count.
+void async_average_bad_input(MPI_Comm comm) {
+  DeviceBuffer misaligned(64 * sizeof(float), 2);
+  bagua_async_t averager = nullptr;
+  expect_refused(bagua_async_average_create(misaligned.get(), 64, MPI_FLOAT, 50, comm, &averager),
+                 "async averaging of a misaligned device buffer", "aligned");
+  expect(averager == nullptr, "async averaging of a misaligned device buffer: no handle");
+  DeviceBuffer weights(64 * sizeof(float));
+  expect_refused(bagua_async_average_create(weights.get(), -1, MPI_FLOAT, 50, comm, &averager),
+                 "async averaging of a device buffer, count -1", "negative");
+  expect(averager == nullptr, "async averaging of a device buffer, count -1: no handle");
+}
+
 // Asynchronous averaging of a device buffer: after the first round (and
 // after stopping), every rank holds the exact mean; resumed on new weights,
 // the mean of those; rounds allocate no device or page-locked memory.
@@ -564,6 +579,7 @@ int main(int argc, char **argv) {
   no_allocation_when_repeated(MPI_COMM_WORLD);
   async_average(MPI_COMM_WORLD);
   async_average_copy_failure(MPI_COMM_WORLD);
+  async_average_bad_input(MPI_COMM_WORLD);
 #ifdef BAGUA_TEST_ON_CUDA
   on_a_stream(MPI_COMM_WORLD);
 #endif
