@@ -461,14 +461,43 @@ MPI_Comm split_nodes(MPI_Comm comm, const Args &args, int *ranks_per_node) {
 constexpr double kMinBandwidthRoundSeconds = 0.025;
 constexpr size_t kMaxProbeBytes = size_t(64) << 20;
 
+// Longer transfers settle below the rate of the bandwidth rounds: on 2 ranks
+// / 10 Gbit the ring allreduce moved its bytes beyond the first 16 MiB at
+// about 600 MB/s against the rounds' 850 (doc/benchmarks.md, "Long
+// transfers"). A second ring exchange of up to kSustainedScale times the
+// bytes, its rounds at most kMaxSustainedRoundSeconds, measures the
+// marginal rate beyond the first probe's bytes; it is skipped where that
+// allows less than twice the bytes (slow links, whose rounds already last).
+constexpr size_t kSustainedScale = 4;
+constexpr double kMaxSustainedRoundSeconds = 0.15;
+
+// The link's sustained rate beyond `bytes`, which one ring exchange moved
+// in `t` seconds (the slowest rank's, so every rank of the ring decides
+// alike): left unset where the longer exchange is no slower.
+Status measure_sustained(Probe &probe, size_t bytes, double t, LinkCost *link) {
+  const size_t longer =
+      std::min({kMaxProbeBytes, kSustainedScale * bytes,
+                size_t(kMaxSustainedRoundSeconds * double(bytes) / std::max(t, 1e-9))}) /
+      4096 * 4096;
+  if (longer < 2 * bytes) return BAGUA_SUCCESS;
+  double t_longer = 0;
+  BAGUA_TRY(ring_exchange(probe, longer, &t_longer));
+  const double marginal = double(longer - bytes) / std::max(t_longer - t, 1e-9);
+  if (marginal >= link->bytes_per_s) return BAGUA_SUCCESS;
+  link->sustained_after_bytes = double(bytes);
+  link->sustained_bytes_per_s = marginal;
+  return BAGUA_SUCCESS;
+}
+
 // Latency from rank 0 to `peer` (ping-pong of 8 bytes), bandwidth from a
 // concurrent ring exchange over `ring` (what a ring step sees: both
 // directions at once, every rank busy) of 4 MiB, or of more where rounds of
-// 4 MiB are shorter than kMinBandwidthRoundSeconds.
+// 4 MiB are shorter than kMinBandwidthRoundSeconds; then the sustained rate
+// beyond those bytes (measure_sustained).
 Status measure_link(MPI_Comm comm, int peer, MPI_Comm ring, const Options &options, LinkCost *out) {
   double latency = ping_pong(comm, peer, 8, kLatencyRounds);
   MPI_Bcast(&latency, 1, MPI_DOUBLE, 0, comm);
-  double bandwidth = 0;
+  LinkCost link{latency, 0};
   if (ring != MPI_COMM_NULL) {
     std::unique_ptr<Probe> probe;
     double t = 0;
@@ -481,10 +510,13 @@ Status measure_link(MPI_Comm comm, int peer, MPI_Comm ring, const Options &optio
       bytes = std::min(kMaxProbeBytes, size_t(double(bytes) * scale) / 4096 * 4096);
       BAGUA_TRY(ring_exchange(*probe, bytes, &t));
     }
-    bandwidth = double(bytes) / std::max(t - latency, 1e-9);
+    link.bytes_per_s = double(bytes) / std::max(t - latency, 1e-9);
+    BAGUA_TRY(measure_sustained(*probe, bytes, t, &link));
   }
-  MPI_Allreduce(MPI_IN_PLACE, &bandwidth, 1, MPI_DOUBLE, MPI_MAX, comm);
-  *out = {latency, bandwidth};
+  // The ring's ranks measured; the others learn it (their values are 0).
+  double rates[3] = {link.bytes_per_s, link.sustained_after_bytes, link.sustained_bytes_per_s};
+  MPI_Allreduce(MPI_IN_PLACE, rates, 3, MPI_DOUBLE, MPI_MAX, comm);
+  *out = {latency, rates[0], rates[1], rates[2]};
   return BAGUA_SUCCESS;
 }
 
@@ -492,16 +524,42 @@ Status measure_link(MPI_Comm comm, int peer, MPI_Comm ring, const Options &optio
 // the shaper's token bucket of an emulated link (bench/netemu.sh: 256 KB)
 // and beats the link rate, which would read as overlap.
 constexpr double kMinOverlapTransferSeconds = 0.025;
+// The longest q8 call (the model's time without overlap) the overlap probe
+// makes: a larger model is probed at the size whose call lasts this long.
+constexpr double kMaxOverlapCallSeconds = 0.25;
+
+// The float32 elements the overlap probe's q8 call reduces: the model's, at
+// least 4 MiB or what makes the transfer last kMinOverlapTransferSeconds, at
+// most 64 MiB or what makes the call last kMaxOverlapCallSeconds. How much
+// ByteGrad hides depends on the size: at 8 ranks / 10 Gbit, q8 hid 0.53 of
+// the shorter of transfer and compute on 8 MiB, 0.11 on 16 MiB
+// (doc/benchmarks.md, "The overlap at the model's size").
+size_t overlap_probe_count(const CostParams &serial, const AlgorithmRow &q8, size_t model_bytes) {
+  const auto whole_kib = [](double elements) { return size_t(elements) / 1024 * 1024; };
+  CostParams unchecked = serial;
+  unchecked.call_check_step_s = 0;
+  size_t least = kProbeBytes / 4;
+  const double transfer_at_4mib = predict(unchecked, q8, least).transfer_s;
+  if (transfer_at_4mib < kMinOverlapTransferSeconds)
+    least = std::min(kMaxProbeBytes / 4, whole_kib(double(least) * kMinOverlapTransferSeconds /
+                                                   std::max(transfer_at_4mib, 1e-9)));
+  size_t count = std::clamp(model_bytes / 4, least, kMaxProbeBytes / 4);
+  const double call = predict(unchecked, q8, count).seconds;
+  if (call > kMaxOverlapCallSeconds)
+    count = std::max(least, whole_kib(double(count) * kMaxOverlapCallSeconds / call));
+  return count;
+}
 
 // Overlap: how much of the shorter of transfer and compute ByteGrad hides
 // behind the other, from the collective itself: the library's q8 allreduce
-// (run_flat, call check included) against the model's time for it without
-// overlap from the other measurements, on 4 MiB or on as much more (up to
-// 64 MiB) as makes the model's transfer last kMinOverlapTransferSeconds.
-// ByteGrad encodes segment k+1 while segment k is in flight; a synthetic
-// probe (encodes between the tests of one ring exchange) read no overlap at
-// 10 Gbit where q8 hid about 70% of its compute (doc/benchmarks.md).
-Status measure_overlap(Probe &probe, const Options &options, const CostParams &p, double *out) {
+// (run_flat, call check included) at about the model's size
+// (overlap_probe_count) against the model's time for it without overlap
+// from the other measurements. ByteGrad encodes segment k+1 while segment k
+// is in flight; a synthetic probe (encodes between the tests of one ring
+// exchange) read no overlap at 10 Gbit where q8 hid about 70% of its compute
+// (doc/benchmarks.md).
+Status measure_overlap(Probe &probe, const Options &options, const CostParams &p,
+                       size_t model_bytes, double *out) {
   const AlgorithmRow *q8 = nullptr;
   for (const AlgorithmRow &row : algorithm_rows())
     if (row.algorithm == Algorithm::bytegrad && row.wire == Wire::q8) q8 = &row;
@@ -509,12 +567,7 @@ Status measure_overlap(Probe &probe, const Options &options, const CostParams &p
   serial.overlap = 0;
   CostParams unchecked = serial;
   unchecked.call_check_step_s = 0;
-  size_t count = kProbeBytes / 4;
-  const double transfer_at_4mib = predict(unchecked, *q8, count).transfer_s;
-  if (transfer_at_4mib < kMinOverlapTransferSeconds) {
-    const double scale = kMinOverlapTransferSeconds / std::max(transfer_at_4mib, 1e-9);
-    count = std::min(kMaxProbeBytes / 4, size_t(double(count) * scale) / 1024 * 1024);
-  }
+  const size_t count = overlap_probe_count(serial, *q8, model_bytes);
   const std::vector<float> src = gradient_like(count);
   std::vector<float> dst(count);
   Call call = float_call(Wire::q8, count);
@@ -548,10 +601,10 @@ Status measure_alltoall_efficiency(Probe &probe, const CostParams &p, double *ou
   const LinkCost &link = p.flat_link();
   const double latency = (size - 1) * link.latency_s;
   // Invert t = latency + bytes / (rate x efficiency) for the efficiency.
-  const double transfer_ideal = (size - 1) * double(message) / link.bytes_per_s;
+  const double transfer_ideal = link.transfer_seconds((size - 1) * double(message));
   const int k = p.ranks_per_node;
   const double network = p.nodes() > 1
-                             ? double(k) * (size - k) * double(message) / p.inter.bytes_per_s
+                             ? p.inter.transfer_seconds(double(k) * (size - k) * double(message))
                              : transfer_ideal;
   *out = std::clamp(network / std::max(t - latency, 1e-9), 0.05, 1.0);
   return BAGUA_SUCCESS;
@@ -747,20 +800,22 @@ Status measure(MPI_Comm comm, const Args &args, Measurement *out) {
   }
   measure_codecs(comm, host, options, args.model_bytes, &m);
   // Last: the overlap is what the collective hides of the terms above.
-  if (probe) BAGUA_TRY(measure_overlap(*probe, options, p, &p.overlap));
+  if (probe) BAGUA_TRY(measure_overlap(*probe, options, p, args.model_bytes, &p.overlap));
   MPI_Comm_free(&host);
   m.notes.push_back("latency: median one-way time of " + std::to_string(kLatencyRounds) +
                     " ping-pongs of 8 bytes from rank 0; bandwidth: 4 MiB (or up to 64 MiB, "
                     "so that a round lasts 25 ms) sent right and received from the left by "
-                    "every rank of the ring at once (best of rounds filling 0.2 s, at least 5)");
+                    "every rank of the ring at once (best of rounds filling 0.2 s, at least 5); "
+                    "sustained: the marginal rate of a 4 times longer exchange (rounds up to "
+                    "0.15 s), where it is slower");
   m.notes.push_back(
       "all-to-all efficiency: 4 MiB per rank sent to all others at once, against the link "
       "rate; all-to-all round: 16 dependent rounds of 8 bytes to every other rank; call "
       "checks: the library's own (BAGUA_CHECK_CALLS); transfer CPU: what 64 all-to-all "
       "rounds of up to 16 KiB per peer delay compute slices beside them (median of 3), "
-      "per message; overlap: the library's q8 "
-      "allreduce of 4 MiB (or up to 64 MiB, so that its transfer lasts 25 ms) against "
-      "the model's time for it without overlap; messages "
+      "per message; overlap: the library's q8 allreduce of the model's size (at least "
+      "4 MiB or a 25 ms transfer, at most 64 MiB or a 0.25 s call) against the model's "
+      "time for it without overlap; messages "
       "through bagua's transport (BAGUA_TRANSPORT, BAGUA_MPI_PIECE_BYTES)");
   if (args.ranks_per_node == 0)
     m.notes.push_back("nodes: ranks sharing memory (MPI_COMM_TYPE_SHARED)");
@@ -803,21 +858,30 @@ void print_table(FILE *out, const Advice &a, const CostParams &p, bool with_form
   }
 }
 
+void print_link(FILE *out, const char *name, const LinkCost &link) {
+  std::fprintf(out, "%s: latency %.1f us, bandwidth %.0f MB/s", name, link.latency_s * 1e6,
+               link.bytes_per_s / 1e6);
+  if (link.slows_down())
+    std::fprintf(out, ", sustained %.0f MB/s beyond %.1f MiB back to back",
+                 link.sustained_bytes_per_s / 1e6, link.sustained_after_bytes / (1 << 20));
+  std::fprintf(out, "\n");
+}
+
 void print_params(FILE *out, const CostParams &p) {
-  std::fprintf(
-      out,
-      "ranks %d, ranks per node %d (nodes %d)\n"
-      "intra-node: latency %.1f us, bandwidth %.0f MB/s\n"
-      "inter-node: latency %.1f us, bandwidth %.0f MB/s\n"
-      "all-to-all efficiency %.2f, all-to-all round %.1f us, compute/transfer overlap "
-      "%.2f, float32 sum %.0f MB/s\n"
-      "call check %.1f us per recursive-doubling step (%d steps), with ring "
-      "neighbours %.1f us\n"
-      "transfer CPU beside compute %.1f us per message\n",
-      p.ranks, p.ranks_per_node, p.nodes(), p.intra.latency_s * 1e6, p.intra.bytes_per_s / 1e6,
-      p.inter.latency_s * 1e6, p.inter.bytes_per_s / 1e6, p.alltoall_efficiency,
-      p.alltoall_round_s * 1e6, p.overlap, p.reduce_bytes_per_s / 1e6, p.call_check_step_s * 1e6,
-      recursive_doubling_steps(p.ranks), p.peer_check_s * 1e6, p.transfer_cpu_message_s * 1e6);
+  std::fprintf(out, "ranks %d, ranks per node %d (nodes %d)\n", p.ranks, p.ranks_per_node,
+               p.nodes());
+  print_link(out, "intra-node", p.intra);
+  print_link(out, "inter-node", p.inter);
+  std::fprintf(out,
+               "all-to-all efficiency %.2f, all-to-all round %.1f us, compute/transfer overlap "
+               "%.2f, float32 sum %.0f MB/s\n"
+               "call check %.1f us per recursive-doubling step (%d steps), with ring "
+               "neighbours %.1f us\n"
+               "transfer CPU beside compute %.1f us per message\n",
+               p.alltoall_efficiency, p.alltoall_round_s * 1e6, p.overlap,
+               p.reduce_bytes_per_s / 1e6, p.call_check_step_s * 1e6,
+               recursive_doubling_steps(p.ranks), p.peer_check_s * 1e6,
+               p.transfer_cpu_message_s * 1e6);
   for (const AlgorithmRow &row : algorithm_rows())
     if (row.algorithm == Algorithm::bytegrad)
       std::fprintf(out,

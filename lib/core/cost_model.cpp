@@ -7,6 +7,12 @@
 
 namespace bagua {
 
+double LinkCost::transfer_seconds(double bytes) const {
+  if (!slows_down() || bytes <= sustained_after_bytes) return bytes / bytes_per_s;
+  return sustained_after_bytes / bytes_per_s +
+         (bytes - sustained_after_bytes) / sustained_bytes_per_s;
+}
+
 Call float_call(Wire wire, size_t count) {
   Call call{};
   call.family = Family::allreduce;
@@ -28,10 +34,21 @@ std::string format(const char *fmt, double a, double b = 0, double c = 0, double
   return text;
 }
 
-// "k x (alpha + bytes / rate)" in microseconds, MiB and MB/s.
+// The link's rate in MB/s, and the sustained rate beyond its first bytes.
+std::string rate_term(const LinkCost &link) {
+  std::string text = format("%.0f MB/s", link.bytes_per_s / 1e6);
+  if (link.slows_down())
+    text += format(" (%.0f MB/s beyond %.3f MiB back to back)", link.sustained_bytes_per_s / 1e6,
+                   link.sustained_after_bytes / kMiB);
+  return text;
+}
+
+// "k x alpha + k x bytes at rate": k messages of `bytes` back to back, in
+// microseconds, MiB and MB/s.
 std::string link_term(double steps, double bytes, const LinkCost &link) {
-  return format("%.0f x (%.1fus + %.3f MiB / %.0f MB/s)", steps, link.latency_s * 1e6, bytes / kMiB,
-                link.bytes_per_s / 1e6);
+  return format("%.0f x %.1fus + %.0f x %.3f MiB at ", steps, link.latency_s * 1e6, steps,
+                bytes / kMiB) +
+         rate_term(link);
 }
 
 std::string pass_term(const char *what, double bytes, double rate) {
@@ -69,7 +86,7 @@ Estimate ring(const CostParams &p, size_t count) {
   const int n = p.ranks;
   const double bytes = 4.0 * double(count), chunk = bytes / n, steps = 2.0 * (n - 1);
   const LinkCost &link = p.flat_link();
-  const double transfer = steps * link.seconds(chunk);
+  const double transfer = link.seconds(steps * chunk, steps);
   const double reduced = (n - 1) * chunk;
   Estimate e = combine(p, transfer, reduced / p.reduce_bytes_per_s,
                        "2(n-1) steps: " + link_term(steps, chunk, link) + " + " +
@@ -85,7 +102,7 @@ Estimate recursive_doubling(const CostParams &p, size_t count) {
   const double rounds = steps - 2 * fold;
   const LinkCost &link = p.flat_link();
   const double reduced = (rounds + fold) * bytes;
-  Estimate e = combine(p, steps * link.seconds(bytes), reduced / p.reduce_bytes_per_s,
+  Estimate e = combine(p, link.seconds(steps * bytes, steps), reduced / p.reduce_bytes_per_s,
                        "log2(p) (+2 fold) steps: " + link_term(steps, bytes, link) + " + " +
                            pass_term("reduce", reduced, p.reduce_bytes_per_s));
   return e;
@@ -104,9 +121,9 @@ double alltoall_latency(const CostParams &p, int n, int k, size_t rounds) {
 // shared memory ((k-1) each).
 double alltoall_seconds(const CostParams &p, int n, int k, double message, size_t rounds) {
   const double eff = p.alltoall_efficiency, latency = alltoall_latency(p, n, k, rounds);
-  if (n <= k) return latency + (n - 1) * message / (p.intra.bytes_per_s * eff);
-  const double network = double(k) * (n - k) * message / (p.inter.bytes_per_s * eff);
-  const double memory = (k - 1) * message / p.intra.bytes_per_s;
+  if (n <= k) return latency + p.intra.transfer_seconds((n - 1) * message / eff);
+  const double network = p.inter.transfer_seconds(double(k) * (n - k) * message / eff);
+  const double memory = p.intra.transfer_seconds((k - 1) * message);
   return latency + std::max(network, memory);
 }
 
@@ -128,8 +145,8 @@ Estimate bytegrad_among(const CostParams &p, Wire wire, size_t count, int n, int
   const LinkCost &link = n > k ? p.inter : p.intra;
   return combine(
       p, transfer, compute,
-      format("2 all-to-alls of (n-1)=%.0f messages of %.3f MiB at %.0f MB/s x efficiency %.2f",
-             n - 1, message / kMiB, link.bytes_per_s / 1e6, p.alltoall_efficiency) +
+      format("2 all-to-alls of (n-1)=%.0f messages of %.3f MiB at ", n - 1, message / kMiB) +
+          rate_term(link) + format(" x efficiency %.2f", p.alltoall_efficiency) +
           format(" (+2 x max(%.0f x %.1fus, %.0f rounds", n - 1, link.latency_s * 1e6,
                  double(rounds)) +
           format(" x %.1fus))", p.alltoall_round_s * 1e6) + " + " +
@@ -150,10 +167,10 @@ Estimate hierarchical(const CostParams &p, Wire wire, size_t count) {
   among.ranks_per_node = 1;
   among.alltoall_round_s = 0;  // measured among all ranks, not among the leaders
   const Estimate top = bytegrad_among(among, wire, count, leaders, 1);
-  const double node_transfer = 2 * p.intra.seconds((k - 1) * bytes);
+  const double node_transfer = p.intra.seconds(2 * (k - 1) * bytes, 2);
   const double node_reduce = (k - 1) * bytes / p.reduce_bytes_per_s;
   Estimate node = combine(p, node_transfer, node_reduce,
-                          "node: 2 x " + link_term(1, (k - 1) * bytes, p.intra) + " + " +
+                          "node: " + link_term(2, (k - 1) * bytes, p.intra) + " + " +
                               pass_term("reduce", (k - 1) * bytes, p.reduce_bytes_per_s));
   Estimate e;
   e.seconds = node.seconds + top.seconds;
@@ -168,7 +185,7 @@ Estimate hierarchical(const CostParams &p, Wire wire, size_t count) {
 Estimate peer_exchange(const CostParams &p, int peers, double message, double passes,
                        const char *what) {
   const LinkCost &link = p.flat_link();
-  return combine(p, peers * link.seconds(message), passes / p.reduce_bytes_per_s,
+  return combine(p, link.seconds(peers * message, peers), passes / p.reduce_bytes_per_s,
                  std::string(what) + ": " + link_term(peers, message, link) + " + " +
                      pass_term("average", passes, p.reduce_bytes_per_s));
 }
@@ -184,7 +201,7 @@ Estimate lowprec_ring(const CostParams &p, size_t count) {
   const LinkCost &link = p.flat_link();
   const double compute = bytes / rate.encode_bytes_per_s + 3 * bytes / rate.decode_bytes_per_s +
                          2 * bytes / p.reduce_bytes_per_s;
-  return combine(p, 2 * link.seconds(message), compute,
+  return combine(p, link.seconds(2 * message, 2), compute,
                  "2 neighbours: " + link_term(2, message, link) + " + " +
                      pass_term("encode", bytes, rate.encode_bytes_per_s) + " + " +
                      pass_term("decode", 3 * bytes, rate.decode_bytes_per_s) + " + " +

@@ -17,12 +17,20 @@
 
 namespace bagua {
 
-// One kind of link: a message of b bytes takes latency_s + b / bytes_per_s.
+// One kind of link: `messages` messages of `bytes` in all, sent back to
+// back, take messages x latency_s + the bytes' time: bytes_per_s up to
+// sustained_after_bytes, sustained_bytes_per_s beyond (what a long transfer
+// settles to; bagua-advise measures both). sustained_after_bytes 0: the
+// whole transfer moves at bytes_per_s.
 struct LinkCost {
   double latency_s;
   double bytes_per_s;
+  double sustained_after_bytes = 0;
+  double sustained_bytes_per_s = 0;
+  bool slows_down() const { return sustained_after_bytes > 0 && sustained_bytes_per_s > 0; }
+  double transfer_seconds(double bytes) const;
   double seconds(double bytes, double messages = 1) const {
-    return messages * latency_s + bytes / bytes_per_s;
+    return messages * latency_s + transfer_seconds(bytes);
   }
 };
 

@@ -66,6 +66,10 @@ TEST_CASE("advise: bytes per rank are the library's; the recommendation is a lis
   CHECK(m.params.ranks_per_node == 1);
   CHECK(m.params.inter.latency_s > 0);
   CHECK(m.params.inter.bytes_per_s > 0);
+  // A sustained rate is kept only where it is slower, and beyond some bytes.
+  for (const LinkCost &link : {m.params.intra, m.params.inter})
+    if (link.slows_down())
+      CHECK((link.sustained_bytes_per_s < link.bytes_per_s && link.sustained_after_bytes > 0));
   // The call checks are on by default (BAGUA_CHECK_CALLS), so they take time.
   CHECK((std::isfinite(m.params.call_check_step_s) && m.params.call_check_step_s > 0));
   CHECK((std::isfinite(m.params.peer_check_s) && m.params.peer_check_s > 0));

@@ -92,6 +92,33 @@ TEST_CASE("several ranks per node share its network interface", "[cost]") {
   CHECK(e.transfer_s == Approx(2 * (7 * 1e-3 + 16 * message / 1e6)));
 }
 
+TEST_CASE("a link's bytes beyond its first move at the sustained rate", "[cost]") {
+  const LinkCost steady{1e-3, 1e6};
+  CHECK_FALSE(steady.slows_down());
+  CHECK(steady.seconds(4e6, 3) == Approx(3e-3 + 4.0));
+  const LinkCost slowing{1e-3, 1e6, 2e6, 5e5};
+  REQUIRE(slowing.slows_down());
+  CHECK(slowing.transfer_seconds(1e6) == Approx(1.0));
+  CHECK(slowing.transfer_seconds(2e6) == Approx(2.0));
+  CHECK(slowing.seconds(4e6, 3) == Approx(3e-3 + 2.0 + 2e6 / 5e5));
+}
+
+TEST_CASE("the ring's steps are one transfer; each all-to-all phase is its own", "[cost]") {
+  // 2 MiB at 1 MB/s, then 0.5 MB/s: the ring sends 6 chunks of 1 MiB back
+  // to back, a q8 phase 3 messages of about 0.26 MiB.
+  CostParams p = synthetic();
+  p.inter = {1e-3, 1e6, 2.0 * (1 << 20), 5e5};
+  const double chunk = kBytes / 4;
+  CHECK(predict(p, row("ring"), kCount).transfer_s ==
+        Approx(6 * 1e-3 + 2 * chunk / 1e6 + 4 * chunk / 5e5));
+  const double message = q8_message(kCount / 4);
+  REQUIRE(3 * message < 2.0 * (1 << 20));
+  CHECK(predict(p, row("q8"), kCount).transfer_s == Approx(2 * (3 * 1e-3 + 3 * message / 1e6)));
+  // Two whole buffers to the neighbours: the second at the sustained rate.
+  CHECK(predict(p, row("decentralized_ring"), kCount).transfer_s ==
+        Approx(2 * 1e-3 + 2 * chunk / 1e6 + (2 * kBytes - 2 * chunk) / 5e5));
+}
+
 TEST_CASE("hierarchical: node reduce and broadcast, ByteGrad among the leaders", "[cost]") {
   const Estimate e = predict(synthetic(8, 4), row("q8_hierarchical"), kCount);
   const double node = 2 * (1e-5 + 3 * kBytes / 1e8) + 3 * kBytes / 1e9;
