@@ -6,7 +6,11 @@
 # fp16, bf16 and sign, the ratio, and whether the recommended algorithm is
 # within 10% of the fastest measured one; last, the two goals' counts.
 #
-# usage: bench/advise/validate.sh [-b BUILD] [-r "RATES"] [-n "RANKS"] [-s "MIB"]
+# usage: bench/advise/validate.sh [-b BUILD] [-r "RATES"] [-n "RANKS"] [-s "MIB"] [-c]
+#   -c: the collectives' calls start from cold caches, as after a training
+#       step's backward pass (the bench's --evict: the ranks read twice the
+#       last-level cache between them before each call); default: calls
+#       follow each other, their buffers cached as far as they fit
 #   defaults (reduced, a few minutes): -r "1gbit" -n "4" -s "16"
 #   full: -r "100mbit 1gbit 10gbit" -n "2 4 8" -s "1 16 64"
 # Needs root (netemu.sh). Run under flock /tmp/bagua-measure.lock.
@@ -15,13 +19,15 @@ BUILD=build
 RATES="1gbit"
 RANKS="4"
 SIZES="16"
-while getopts "b:r:n:s:h" opt; do
+COLD=0
+while getopts "b:r:n:s:ch" opt; do
   case $opt in
     b) BUILD=$OPTARG ;;
     r) RATES=$OPTARG ;;
     n) RANKS=$OPTARG ;;
     s) SIZES=$OPTARG ;;
-    *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    c) COLD=1 ;;
+    *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -46,6 +52,12 @@ iterations() {
 # to the next (doc/benchmarks.md, bagua-advise). The advisor and the
 # collectives run under the same placement.
 bind="--bind-to core:overload-allowed --map-by core"
+# MiB each of n ranks (one host) reads before a call with -c.
+evict_mib() {
+  local llc_kib
+  llc_kib=$(sed 's/K$//' "$(ls -d /sys/devices/system/cpu/cpu0/cache/index* | tail -1)/size" 2>/dev/null || echo 32768)
+  echo $((COLD * 2 * llc_kib / 1024 / $1))
+}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -57,7 +69,7 @@ for rate in $RATES; do
       "$here/bench/netemu.sh" -m "$bind" -n "$n" -r "$rate" -- "$advise" --model-bytes "$bytes" \
         --ranks-per-node 1 --csv >"$tmp/advise.csv" 2>"$tmp/advise.err" ||
         { cat "$tmp/advise.err" >&2; exit 1; }
-      "$here/bench/netemu.sh" -m "$bind" -n "$n" -r "$rate" -- "$bench" -s "$mib" -i "$(iterations "$rate")" -w 1 \
+      "$here/bench/netemu.sh" -m "$bind" -n "$n" -r "$rate" -- "$bench" -s "$mib" -i "$(iterations "$rate")" -w 1 --evict "$(evict_mib "$n")" \
         -a bagua,q8,q4,fp16,bf16,sign >"$tmp/bench.txt" 2>"$tmp/bench.err" ||
         { cat "$tmp/bench.err" >&2; exit 1; }
       # measured: algorithm -> ms (column 4 names it, column 5 is microseconds)

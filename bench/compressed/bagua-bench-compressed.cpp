@@ -9,7 +9,11 @@
 //
 // usage: mpirun -np N bagua-bench-compressed [-s MiB,MiB,...] [-i ITERS] [-w WARMUP]
 //                                            [-a mpi,ring,bagua,q8,q4,fp16,bf16,sign]
-//                                            [--link RATE]
+//                                            [--link RATE] [--evict MiB]
+// --evict MiB: each rank reads that many MiB before every timed call
+// (untimed), so the call starts from cold caches, as one after a training
+// step's backward pass does (default 0: calls follow each other, their
+// buffers cached as far as they fit).
 // Open MPI's ring is selected for one duplicated communicator through the
 // MPI_T control variable coll_tuned_allreduce_algorithm (4 = ring), which
 // needs coll_tuned_use_dynamic_rules=1: this program sets that in its
@@ -39,6 +43,7 @@ struct Config {
   int warmup = 1;
   std::vector<std::string> algos = kAlgorithms;
   bagua_bench::LinkColumns link;
+  double evict_mib = 0;
 };
 
 std::vector<std::string> split(const std::string &s) {
@@ -68,6 +73,12 @@ bool parse(int argc, char **argv, Config *c, std::string *why) {
         }
     } else if (flag == "--link" || flag == "-l") {
       link = argv[i + 1];
+    } else if (flag == "--evict") {
+      c->evict_mib = std::atof(value.c_str());
+      if (!(c->evict_mib >= 0)) {
+        *why = "--evict takes a size in MiB, 0 or more";
+        return false;
+      }
     } else {
       return false;
     }
@@ -104,8 +115,13 @@ float input(int rank, size_t i) { return float((rank * 7 + i) % 13 + 1); }
 
 class Bench {
  public:
-  Bench(size_t count, MPI_Comm mpi_default, MPI_Comm mpi_ring)
-      : count_(count), send_(count), recv_(count), mpi_(mpi_default), ring_(mpi_ring) {
+  Bench(size_t count, MPI_Comm mpi_default, MPI_Comm mpi_ring, double evict_mib)
+      : count_(count),
+        send_(count),
+        recv_(count),
+        evict_(size_t(evict_mib * 1024 * 1024), 1),
+        mpi_(mpi_default),
+        ring_(mpi_ring) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &n_);
     for (size_t i = 0; i < count; ++i) send_[i] = input(rank_, i);
@@ -134,6 +150,7 @@ class Bench {
     for (int i = 0; i < warmup; ++i) check(algo, call(algo));
     double total = 0;
     for (int i = 0; i < iters; ++i) {
+      evict_caches();
       MPI_Barrier(MPI_COMM_WORLD);
       const double t0 = MPI_Wtime();
       check(algo, call(algo));
@@ -145,6 +162,13 @@ class Bench {
   }
 
  private:
+  // Reads one byte of each cache line of the eviction buffer (--evict).
+  void evict_caches() {
+    unsigned sum = 0;
+    for (size_t i = 0; i < evict_.size(); i += 64) sum += evict_[i];
+    sink_ = sum;
+  }
+
   void check(const std::string &algo, int rc) {
     if (rc == 0) return;
     std::fprintf(stderr, "%s failed: %s\n", algo.c_str(), bagua_last_error());
@@ -176,6 +200,8 @@ class Bench {
 
   size_t count_;
   std::vector<float> send_, recv_;
+  std::vector<unsigned char> evict_;
+  volatile unsigned sink_ = 0;
   MPI_Comm mpi_, ring_;
   int rank_ = 0, n_ = 1;
   bagua_sign_state_t sign_ = nullptr;
@@ -236,7 +262,7 @@ int main(int argc, char **argv) {
       std::fprintf(stderr,
                    "bagua-bench-compressed: %s\nusage: bagua-bench-compressed [-s MiB,...] "
                    "[-i ITERS] [-w WARMUP] [-a mpi,ring,bagua,q8,q4,fp16,bf16,sign] "
-                   "[--link RATE]\n",
+                   "[--link RATE] [--evict MiB]\n",
                    why.empty() ? "bad arguments" : why.c_str());
     MPI_Finalize();
     return 2;
@@ -252,15 +278,15 @@ int main(int argc, char **argv) {
   if (rank == 0) {
     std::printf(
         "# bagua-bench-compressed: %d ranks, %d iterations (+%d warm-up), link %s, "
-        "ratio = best MPI_Allreduce time / time\n",
-        n, config.iters, config.warmup, config.link.name());
+        "%g MiB read before each call, ratio = best MPI_Allreduce time / time\n",
+        n, config.iters, config.warmup, config.link.name(), config.evict_mib);
     std::printf("# %10s %11s %6s %9s %12s %8s %8s%s %13s %11s\n", "size(B)", "count", "type",
                 "algorithm", "time(us)", "algbw", "busbw",
                 bagua_bench::LinkColumns::header().c_str(), "error", "vs best MPI");
   }
   for (double mib : config.sizes_mib) {
     const auto count = size_t(mib * 1024 * 1024 / sizeof(float));
-    Bench bench(count, mpi_default, mpi_ring);
+    Bench bench(count, mpi_default, mpi_ring, config.evict_mib);
     std::vector<Row> rows;
     for (const std::string &algo : config.algos)
       rows.push_back(bench.measure(algo, config.iters, config.warmup));

@@ -942,10 +942,10 @@ void print_report(FILE *out, const Args &args, const Measurement &m) {
   print_recommendation(out, a, m.params, args.model_bytes);
   if (args.predict_ranks == 0) return;
   std::fprintf(out,
-               "\nextrapolated to %d ranks, %d per node (assumes: the same latency and "
-               "bandwidth per link and per node interface, the measured all-to-all "
-               "efficiency and round, call check per step, overlap, transfer CPU and "
-               "codec rates, a non-blocking switch):\n",
+               "\nextrapolated to %d ranks, %d per node (assumes: the same latency, "
+               "bandwidth and sustained rate per link and per node interface, the measured "
+               "all-to-all efficiency and round, call check per step, overlap, transfer CPU "
+               "and codec rates, a non-blocking switch):\n",
                predicted.ranks, predicted.ranks_per_node);
   print_table(out, b, predicted, false);
   print_recommendation(out, b, predicted, args.model_bytes);
