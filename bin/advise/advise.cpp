@@ -464,10 +464,10 @@ constexpr size_t kMaxProbeBytes = size_t(64) << 20;
 // Longer transfers settle below the rate of the bandwidth rounds: on 2 ranks
 // / 10 Gbit the ring allreduce moved its bytes beyond the first 16 MiB at
 // about 600 MB/s against the rounds' 850 (doc/benchmarks.md, "Long
-// transfers"). A second ring exchange of up to kSustainedScale times the
-// bytes, its rounds at most kMaxSustainedRoundSeconds, measures the
-// marginal rate beyond the first probe's bytes; it is skipped where that
-// allows less than twice the bytes (slow links, whose rounds already last).
+// transfers and the overlap at the model's size"). A second ring exchange of up to kSustainedScale
+// times the bytes, its rounds at most kMaxSustainedRoundSeconds, measures the marginal rate beyond
+// the first probe's bytes; it is skipped where that allows less than twice the bytes (slow links,
+// whose rounds already last).
 constexpr size_t kSustainedScale = 4;
 constexpr double kMaxSustainedRoundSeconds = 0.15;
 
@@ -533,7 +533,7 @@ constexpr double kMaxOverlapCallSeconds = 0.25;
 // most 64 MiB or what makes the call last kMaxOverlapCallSeconds. How much
 // ByteGrad hides depends on the size: at 8 ranks / 10 Gbit, q8 hid 0.53 of
 // the shorter of transfer and compute on 8 MiB, 0.11 on 16 MiB
-// (doc/benchmarks.md, "The overlap at the model's size").
+// (doc/benchmarks.md, "Long transfers and the overlap at the model's size").
 size_t overlap_probe_count(const CostParams &serial, const AlgorithmRow &q8, size_t model_bytes) {
   const auto whole_kib = [](double elements) { return size_t(elements) / 1024 * 1024; };
   CostParams unchecked = serial;
