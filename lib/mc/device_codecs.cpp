@@ -27,13 +27,23 @@ class DeviceCodec final : public ChunkCodec {
   }
   size_t block_elems() const override { return is_cast(spec_.wire) ? 1 : spec_.block; }
 
-  // Only the encoded bytes cross to the host; the transport needs them now
-  // (pieces queued before are copied out too, which is harmless).
+  // Only the encoded bytes cross to the host; the transport needs them now.
+  // They have their own place (ScratchUse::encoded), apart from the queue:
+  // how many pieces are queued when a reduced segment is encoded depends on
+  // arrivals, and must not change how large the scratch grows.
   CodecStatus encode(Stage stage, size_t position, const void *src, DType t, size_t count,
                      void *out) override {
-    const CodecStatus st = begin_encode(stage, position, src, t, count, out);
+    const size_t n = encoded_bytes(count);
+    void *dev = scratch_.on_device(ScratchUse::encoded, n);
+    void *host = scratch_.on_host(ScratchUse::encoded, n);
+    if (dev == nullptr || host == nullptr) return CodecStatus::device_error;
+    const CodecStatus st = encode_on_device(stage, position, src, t, count, dev);
     if (st != CodecStatus::ok) return st;
-    return finish_encodes();
+    if (device_.copy(host, dev, n, stream_) != BAGUA_SUCCESS ||
+        device_.synchronize(stream_) != BAGUA_SUCCESS)
+      return CodecStatus::device_error;
+    std::memcpy(out, host, n);
+    return CodecStatus::ok;
   }
 
   // Each queued piece gets its own place in the queued scratch (device and
