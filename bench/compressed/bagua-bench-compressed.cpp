@@ -9,11 +9,15 @@
 //
 // usage: mpirun -np N bagua-bench-compressed [-s MiB,MiB,...] [-i ITERS] [-w WARMUP]
 //                                            [-a mpi,ring,bagua,q8,q4,fp16,bf16,sign]
-//                                            [--link RATE] [--evict MiB]
+//                                            [--link RATE] [--evict MiB] [--interleave]
 // --evict MiB: each rank reads that many MiB before every timed call
 // (untimed), so the call starts from cold caches, as one after a training
 // step's backward pass does (default 0: calls follow each other, their
 // buffers cached as far as they fit).
+// --interleave: each round times every algorithm once, in -a's order,
+// instead of all of one algorithm's calls before the next algorithm's (the
+// default): a slow moment of a machine whose ranks share cores then falls
+// on every algorithm of a size alike, which keeps their ratios honest.
 // Open MPI's ring is selected for one duplicated communicator through the
 // MPI_T control variable coll_tuned_allreduce_algorithm (4 = ring), which
 // needs coll_tuned_use_dynamic_rules=1: this program sets that in its
@@ -44,6 +48,7 @@ struct Config {
   std::vector<std::string> algos = kAlgorithms;
   bagua_bench::LinkColumns link;
   double evict_mib = 0;
+  bool interleave = false;
 };
 
 std::vector<std::string> split(const std::string &s) {
@@ -55,8 +60,17 @@ std::vector<std::string> split(const std::string &s) {
 
 bool parse(int argc, char **argv, Config *c, std::string *why) {
   const char *link = nullptr;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--interleave") {
+      c->interleave = true;
+      continue;
+    }
+    if (i + 1 == argc) {
+      *why = flag + " needs a value";
+      return false;
+    }
+    const std::string value = argv[++i];
     if (flag == "-s") {
       c->sizes_mib.clear();
       for (const std::string &v : split(value)) c->sizes_mib.push_back(std::atof(v.c_str()));
@@ -72,7 +86,7 @@ bool parse(int argc, char **argv, Config *c, std::string *why) {
           return false;
         }
     } else if (flag == "--link" || flag == "-l") {
-      link = argv[i + 1];
+      link = argv[i];
     } else if (flag == "--evict") {
       c->evict_mib = std::atof(value.c_str());
       if (!(c->evict_mib >= 0)) {
@@ -83,7 +97,7 @@ bool parse(int argc, char **argv, Config *c, std::string *why) {
       return false;
     }
   }
-  return (argc % 2) == 1 && c->iters > 0 && c->warmup >= 0 && c->link.init(link, why);
+  return c->iters > 0 && c->warmup >= 0 && c->link.init(link, why);
 }
 
 // Open MPI's ring allreduce on a fresh duplicate of MPI_COMM_WORLD.
@@ -145,20 +159,21 @@ class Bench {
     return -1;
   }
 
-  // Mean time per call of the slowest rank, after `warmup` untimed calls.
-  Row measure(const std::string &algo, int iters, int warmup) {
-    for (int i = 0; i < warmup; ++i) check(algo, call(algo));
-    double total = 0;
-    for (int i = 0; i < iters; ++i) {
-      evict_caches();
-      MPI_Barrier(MPI_COMM_WORLD);
-      const double t0 = MPI_Wtime();
-      check(algo, call(algo));
-      double dt = MPI_Wtime() - t0;
-      MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      total += dt;
-    }
-    return {algo, total / iters, error(algo)};
+  // Mean time per call of the slowest rank, after `warmup` untimed calls of
+  // each algorithm, round by round: round i times each of `algos` once (so
+  // that, with several, a slow moment of the machine falls on all of them
+  // alike). The error is taken after each algorithm's call of the last round.
+  std::vector<Row> measure(const std::vector<std::string> &algos, int iters, int warmup) {
+    for (const std::string &algo : algos)
+      for (int i = 0; i < warmup; ++i) check(algo, call(algo));
+    std::vector<Row> rows;
+    for (const std::string &algo : algos) rows.push_back({algo, 0, ""});
+    for (int i = 0; i < iters; ++i)
+      for (Row &row : rows) {
+        row.seconds += timed_call(row.algo) / iters;
+        if (i == iters - 1) row.error = error(row.algo);
+      }
+    return rows;
   }
 
  private:
@@ -167,6 +182,17 @@ class Bench {
     unsigned sum = 0;
     for (size_t i = 0; i < evict_.size(); i += 64) sum += evict_[i];
     sink_ = sum;
+  }
+
+  // One call from a barrier, timed on the slowest rank.
+  double timed_call(const std::string &algo) {
+    evict_caches();
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    check(algo, call(algo));
+    double dt = MPI_Wtime() - t0;
+    MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return dt;
   }
 
   void check(const std::string &algo, int rc) {
@@ -262,7 +288,7 @@ int main(int argc, char **argv) {
       std::fprintf(stderr,
                    "bagua-bench-compressed: %s\nusage: bagua-bench-compressed [-s MiB,...] "
                    "[-i ITERS] [-w WARMUP] [-a mpi,ring,bagua,q8,q4,fp16,bf16,sign] "
-                   "[--link RATE] [--evict MiB]\n",
+                   "[--link RATE] [--evict MiB] [--interleave]\n",
                    why.empty() ? "bad arguments" : why.c_str());
     MPI_Finalize();
     return 2;
@@ -278,8 +304,9 @@ int main(int argc, char **argv) {
   if (rank == 0) {
     std::printf(
         "# bagua-bench-compressed: %d ranks, %d iterations (+%d warm-up), link %s, "
-        "%g MiB read before each call, ratio = best MPI_Allreduce time / time\n",
-        n, config.iters, config.warmup, config.link.name(), config.evict_mib);
+        "%g MiB read before each call,%s ratio = best MPI_Allreduce time / time\n",
+        n, config.iters, config.warmup, config.link.name(), config.evict_mib,
+        config.interleave ? " algorithms interleaved," : "");
     std::printf("# %10s %11s %6s %9s %12s %8s %8s%s %13s %11s\n", "size(B)", "count", "type",
                 "algorithm", "time(us)", "algbw", "busbw",
                 bagua_bench::LinkColumns::header().c_str(), "error", "vs best MPI");
@@ -288,8 +315,11 @@ int main(int argc, char **argv) {
     const auto count = size_t(mib * 1024 * 1024 / sizeof(float));
     Bench bench(count, mpi_default, mpi_ring, config.evict_mib);
     std::vector<Row> rows;
-    for (const std::string &algo : config.algos)
-      rows.push_back(bench.measure(algo, config.iters, config.warmup));
+    if (config.interleave)
+      rows = bench.measure(config.algos, config.iters, config.warmup);
+    else
+      for (const std::string &algo : config.algos)
+        rows.push_back(bench.measure({algo}, config.iters, config.warmup)[0]);
     if (rank == 0) print_size(count, n, config, rows);
   }
   MPI_Comm_free(&mpi_default);

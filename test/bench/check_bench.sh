@@ -34,15 +34,27 @@ grep -q "'1gxbit' is not a rate" <<<"$out" || fail "no message for --link 1gxbit
 out=$(BAGUA_BENCH_LINK=fast "$mpiexec" -np 1 "$bench" 2>&1) && fail "accepted BAGUA_BENCH_LINK=fast"
 grep -q "BAGUA_BENCH_LINK 'fast' is not a rate" <<<"$out" || fail "no message for 'fast':"$'\n'"$out"
 
-if [ -n "$compressed" ]; then
-  out=$("$mpiexec" -np 3 "$compressed" -s 0.25 -i 1 -w 1 --link 100mbit)
+# Rows of a bagua-bench-compressed run (extra options in "$@"): at least
+# `want` rows, exact rows "0 wrong", every row with its link fraction.
+check_compressed_rows() {
+  local want=$1 out rows
+  shift
+  out=$("$mpiexec" -np 3 "$compressed" -s 0.25 -i 2 -w 1 --link 100mbit "$@")
   rows=$(grep -vc '^#' <<<"$out")
-  [ "$rows" -ge 6 ] || fail "bagua-bench-compressed: $rows rows:"$'\n'"$out"
-  # Exact rows: "0 wrong"; every row has its link fraction.
+  [ "$rows" -ge "$want" ] || fail "bagua-bench-compressed $*: $rows rows:"$'\n'"$out"
   grep -v '^#' <<<"$out" | awk '($12 == "wrong" && $11 != 0) || $10 !~ /%$/ { bad = 1 }
-    END { exit bad }' || fail "bagua-bench-compressed: wrong elements or no link columns:"$'\n'"$out"
+    END { exit bad }' ||
+    fail "bagua-bench-compressed $*: wrong elements or no link columns:"$'\n'"$out"
+}
+
+if [ -n "$compressed" ]; then
+  check_compressed_rows 6
+  # Interleaved rounds: every algorithm's result is still checked.
+  check_compressed_rows 3 --interleave -a bagua,q8,sign
   out=$("$mpiexec" -np 1 "$compressed" -a q9 2>&1) && fail "bagua-bench-compressed accepted -a q9"
   grep -q "unknown algorithm 'q9'" <<<"$out" || fail "no message for -a q9:"$'\n'"$out"
+  out=$("$mpiexec" -np 1 "$compressed" -s 1 -i 2>&1) && fail "bagua-bench-compressed accepted -i without a value"
+  grep -q "\-i needs a value" <<<"$out" || fail "no message for -i without a value:"$'\n'"$out"
 fi
 [ $status -eq 0 ] && echo "bench checks passed"
 exit $status
