@@ -68,7 +68,7 @@ evict_mib() {
 # machine, the share the hypervisor gave to other guests.
 cpu_ticks() { awk '/^cpu / { print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
 # Percent of the CPU stolen between two cpu_ticks readings.
-steal_percent() { echo "$1 $2" | awk '{ d = $4 - $2; printf "%.0f", d > 0 ? 100 * ($3 - $1) / d : 0 }'; }
+steal_percent() { echo "$1 $2" | awk '{ d = $4 - $2; printf "%.0f", (d > 0 ? 100 * ($3 - $1) / d : 0) }'; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

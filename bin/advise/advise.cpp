@@ -336,6 +336,44 @@ size_t last_level_cache_bytes() {
   }
 }
 
+// The machine's CPU ticks so far (Linux /proc/stat's first line): those a
+// hypervisor gave to other guests (steal) and all of them.
+struct CpuTicks {
+  double steal = 0, total = 0;
+};
+
+bool read_cpu_ticks(CpuTicks *out) {
+  FILE *stat = std::fopen("/proc/stat", "r");
+  if (stat == nullptr) return false;
+  unsigned long long user, nice, system, idle, iowait, irq, softirq, steal;
+  const bool read = std::fscanf(stat, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &user, &nice,
+                                &system, &idle, &iowait, &irq, &softirq, &steal) == 8;
+  std::fclose(stat);
+  if (!read) return false;
+  out->steal = double(steal);
+  out->total = double(user + nice + system + idle + iowait + irq + softirq + steal);
+  return true;
+}
+
+// The share of the CPU stolen since `start` on the host where it was most
+// (every rank reads its own machine), as a note: the probes keep their best
+// rounds, so a host that loses more than a few percent runs its calls
+// slower than predicted. No note where /proc/stat cannot be read.
+void note_steal(MPI_Comm comm, bool have_start, const CpuTicks &start, Measurement *m) {
+  CpuTicks end;
+  double share = -1;
+  if (have_start && read_cpu_ticks(&end) && end.total > start.total)
+    share = (end.steal - start.steal) / (end.total - start.total);
+  MPI_Allreduce(MPI_IN_PLACE, &share, 1, MPI_DOUBLE, MPI_MAX, comm);
+  if (share < 0) return;
+  char text[200];
+  std::snprintf(text, sizeof text,
+                "steal: %.1f%% of the CPU went to other virtual machines while measuring, "
+                "the most on any host; the rates above are the best rounds'",
+                100 * share);
+  m->notes.push_back(text);
+}
+
 // What each rank reads before a codec round so that the round starts with
 // cold caches, as the collective's passes do (its buffers, scratch and the
 // transport's copies exceed the cache, and in training the backward pass
@@ -767,6 +805,8 @@ Status measure(MPI_Comm comm, const Args &args, Measurement *out) {
   if (args.ranks_per_node > size)
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "--ranks-per-node %d exceeds the %d ranks running",
                 args.ranks_per_node, size);
+  CpuTicks start;
+  const bool have_start = read_cpu_ticks(&start);
   Measurement m;
   CostParams &p = m.params;
   p.ranks = size;
@@ -819,6 +859,7 @@ Status measure(MPI_Comm comm, const Args &args, Measurement *out) {
       "through bagua's transport (BAGUA_TRANSPORT, BAGUA_MPI_PIECE_BYTES)");
   if (args.ranks_per_node == 0)
     m.notes.push_back("nodes: ranks sharing memory (MPI_COMM_TYPE_SHARED)");
+  note_steal(comm, have_start, start, &m);
   if (leaders != MPI_COMM_NULL) MPI_Comm_free(&leaders);
   MPI_Comm_free(&node);
   *out = m;
@@ -830,18 +871,20 @@ Advice advise(const CostParams &params, size_t model_bytes) {
   a.rows = algorithm_rows();
   const size_t count = model_bytes / 4;
   for (const AlgorithmRow &row : a.rows) a.estimates.push_back(predict(params, row, count));
-  // Fastest first occurrence among the allreduce rows and the averaging rows.
-  bool have_reduce = false, have_average = false;
+  // The library's recommendation among the allreduce rows and among the
+  // averaging rows.
+  std::vector<size_t> reduce, average;
   for (size_t i = 0; i < a.rows.size(); ++i) {
-    const bool averaging = is_averaging(a.rows[i].algorithm);
     const bool hierarchical_flat =
         a.rows[i].algorithm == Algorithm::hierarchical && params.ranks_per_node <= 1;
     if (hierarchical_flat) continue;  // the same as flat with one rank per node
-    size_t &best = averaging ? a.recommended_averaging : a.recommended;
-    bool &have = averaging ? have_average : have_reduce;
-    if (!have || a.estimates[i].seconds < a.estimates[best].seconds) best = i;
-    have = true;
+    (is_averaging(a.rows[i].algorithm) ? average : reduce).push_back(i);
   }
+  a.recommended = recommend(a.rows, a.estimates, reduce);
+  a.fastest = *std::min_element(reduce.begin(), reduce.end(), [&](size_t x, size_t y) {
+    return a.estimates[x].seconds < a.estimates[y].seconds;
+  });
+  a.recommended_averaging = recommend(a.rows, a.estimates, average);
   return a;
 }
 
@@ -895,8 +938,14 @@ void print_recommendation(FILE *out, const Advice &a, const CostParams &p, size_
   const Estimate &best = a.estimates[a.recommended];
   std::fprintf(out, "recommended allreduce: %s (%.3f ms per step)\n", a.rows[a.recommended].name,
                best.seconds * 1e3);
+  if (a.fastest != a.recommended)
+    std::fprintf(out,
+                 "  (%s is predicted at %.3f ms, within %.0f%%: the same speed to the model, "
+                 "with more error in the gradients)\n",
+                 a.rows[a.fastest].name, a.estimates[a.fastest].seconds * 1e3,
+                 100 * kSameSpeedFraction);
   std::fprintf(out, "  formula: %s\n", best.formula.c_str());
-  std::fprintf(out, "fastest weight averaging (changes the training algorithm): %s (%.3f ms)\n",
+  std::fprintf(out, "recommended weight averaging (changes the training algorithm): %s (%.3f ms)\n",
                a.rows[a.recommended_averaging].name,
                a.estimates[a.recommended_averaging].seconds * 1e3);
   const size_t crossover = ring_crossover_bytes(p);

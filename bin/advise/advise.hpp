@@ -39,8 +39,9 @@ Status measure(MPI_Comm comm, const Args &args, Measurement *out);
 struct Advice {
   std::vector<AlgorithmRow> rows;
   std::vector<Estimate> estimates;
-  size_t recommended = 0;            // fastest allreduce (index into rows)
-  size_t recommended_averaging = 0;  // fastest averaging step
+  size_t recommended = 0;            // allreduce (index into rows; recommend())
+  size_t fastest = 0;                // allreduce predicted fastest
+  size_t recommended_averaging = 0;  // averaging step
 };
 
 // Predicts every row for a float32 model of `model_bytes`.

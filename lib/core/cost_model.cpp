@@ -270,6 +270,42 @@ bool is_averaging(Algorithm a) {
 
 namespace {
 
+// Wires from the least error to the most: exact, the casts (fp16 keeps more
+// mantissa than bf16), then min-max quantization by bits, then one bit.
+int precision_rank(Wire w) {
+  switch (w) {
+    case Wire::exact: return 0;
+    case Wire::fp16: return 1;
+    case Wire::bf16: return 2;
+    case Wire::q8: return 3;
+    case Wire::q4: return 4;
+    case Wire::sign: return 5;
+  }
+  return 6;
+}
+
+}  // namespace
+
+size_t recommend(const std::vector<AlgorithmRow> &rows, const std::vector<Estimate> &estimates,
+                 const std::vector<size_t> &candidates) {
+  double fastest = estimates[candidates.front()].seconds;
+  for (size_t i : candidates) fastest = std::min(fastest, estimates[i].seconds);
+  // Among the rows as fast as the fastest: the most precise, then the fastest.
+  size_t best = candidates.front();
+  bool have = false;
+  for (size_t i : candidates) {
+    if (estimates[i].seconds > (1 + kSameSpeedFraction) * fastest) continue;
+    const int rank = precision_rank(rows[i].wire), best_rank = precision_rank(rows[best].wire);
+    if (!have || rank < best_rank ||
+        (rank == best_rank && estimates[i].seconds < estimates[best].seconds))
+      best = i;
+    have = true;
+  }
+  return best;
+}
+
+namespace {
+
 // The bytes one rank sends (the leader's in hierarchical mode), as the
 // library counts them.
 size_t bytes_per_rank(const CostParams &p, const AlgorithmRow &row, size_t count) {

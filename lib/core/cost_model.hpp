@@ -131,6 +131,19 @@ Estimate predict(const CostParams &p, const AlgorithmRow &row, size_t count);
 // Whether the row exchanges gradients (an allreduce) or averages weights.
 bool is_averaging(Algorithm a);
 
+// Predictions closer than this fraction of the fastest are the same speed
+// to the model (its mean error where calls exceed 10 ms is 5-8%,
+// doc/benchmarks.md, "bagua-advise").
+constexpr double kSameSpeedFraction = 0.05;
+
+// The recommended one of `candidates` (indices into rows and estimates):
+// the most precise wire (exact, fp16, bf16, q8, q4, sign) among those
+// predicted within kSameSpeedFraction of the fastest, the fastest of them
+// on a tie: as fast, and less error in the gradients. candidates must not
+// be empty.
+size_t recommend(const std::vector<AlgorithmRow> &rows, const std::vector<Estimate> &estimates,
+                 const std::vector<size_t> &candidates);
+
 // The smallest byte count from which the ring is no slower than recursive
 // doubling under `p` (searched over powers of two up to 1 GiB, then
 // bisected to 4 bytes); 0 when the ring always wins.

@@ -4,6 +4,7 @@
 // and bad arguments are refused naming the argument.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "advise/advise.hpp"
@@ -75,6 +76,15 @@ TEST_CASE("advise: bytes per rank are the library's; the recommendation is a lis
   CHECK((std::isfinite(m.params.peer_check_s) && m.params.peer_check_s > 0));
   // The transfer's CPU beside compute: a delay per message, never negative.
   CHECK((std::isfinite(m.params.transfer_cpu_message_s) && m.params.transfer_cpu_message_s >= 0));
+  // On Linux the notes say how much of the CPU a hypervisor took: a percentage.
+  bool have_steal = false;
+  for (const std::string &note : m.notes) {
+    double percent = -1;
+    if (std::sscanf(note.c_str(), "steal: %lf%%", &percent) != 1) continue;
+    have_steal = true;
+    CHECK((percent >= 0 && percent <= 100));
+  }
+  CHECK(have_steal);
   // The overlap is a fraction (the library's q8 allreduce against the model).
   CHECK((m.params.overlap >= 0 && m.params.overlap <= 1));
   // Every codec the rows use has its three pass rates measured.
