@@ -881,9 +881,7 @@ Advice advise(const CostParams &params, size_t model_bytes) {
     (is_averaging(a.rows[i].algorithm) ? average : reduce).push_back(i);
   }
   a.recommended = recommend(a.rows, a.estimates, reduce);
-  a.fastest = *std::min_element(reduce.begin(), reduce.end(), [&](size_t x, size_t y) {
-    return a.estimates[x].seconds < a.estimates[y].seconds;
-  });
+  a.fastest = fastest(a.estimates, reduce);
   a.recommended_averaging = recommend(a.rows, a.estimates, average);
   return a;
 }

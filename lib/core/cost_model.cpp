@@ -286,15 +286,20 @@ int precision_rank(Wire w) {
 
 }  // namespace
 
+size_t fastest(const std::vector<Estimate> &estimates, const std::vector<size_t> &candidates) {
+  return *std::min_element(candidates.begin(), candidates.end(), [&](size_t x, size_t y) {
+    return estimates[x].seconds < estimates[y].seconds;
+  });
+}
+
 size_t recommend(const std::vector<AlgorithmRow> &rows, const std::vector<Estimate> &estimates,
                  const std::vector<size_t> &candidates) {
-  double fastest = estimates[candidates.front()].seconds;
-  for (size_t i : candidates) fastest = std::min(fastest, estimates[i].seconds);
+  const double limit = (1 + kSameSpeedFraction) * estimates[fastest(estimates, candidates)].seconds;
   // Among the rows as fast as the fastest: the most precise, then the fastest.
   size_t best = candidates.front();
   bool have = false;
   for (size_t i : candidates) {
-    if (estimates[i].seconds > (1 + kSameSpeedFraction) * fastest) continue;
+    if (estimates[i].seconds > limit) continue;
     const int rank = precision_rank(rows[i].wire), best_rank = precision_rank(rows[best].wire);
     if (!have || rank < best_rank ||
         (rank == best_rank && estimates[i].seconds < estimates[best].seconds))

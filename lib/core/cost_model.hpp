@@ -136,6 +136,10 @@ bool is_averaging(Algorithm a);
 // doc/benchmarks.md, "bagua-advise").
 constexpr double kSameSpeedFraction = 0.05;
 
+// The one of `candidates` (indices into estimates) predicted fastest, the
+// first on a tie. candidates must not be empty.
+size_t fastest(const std::vector<Estimate> &estimates, const std::vector<size_t> &candidates);
+
 // The recommended one of `candidates` (indices into rows and estimates):
 // the most precise wire (exact, fp16, bf16, q8, q4, sign) among those
 // predicted within kSameSpeedFraction of the fastest, the fastest of them

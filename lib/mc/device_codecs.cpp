@@ -37,11 +37,9 @@ class DeviceCodec final : public ChunkCodec {
     void *dev = scratch_.on_device(ScratchUse::encoded, n);
     void *host = scratch_.on_host(ScratchUse::encoded, n);
     if (dev == nullptr || host == nullptr) return CodecStatus::device_error;
-    const CodecStatus st = encode_on_device(stage, position, src, t, count, dev);
+    const CodecStatus st = encode_to_host(stage, position, src, t, count, dev, host);
     if (st != CodecStatus::ok) return st;
-    if (device_.copy(host, dev, n, stream_) != BAGUA_SUCCESS ||
-        device_.synchronize(stream_) != BAGUA_SUCCESS)
-      return CodecStatus::device_error;
+    if (device_.synchronize(stream_) != BAGUA_SUCCESS) return CodecStatus::device_error;
     std::memcpy(out, host, n);
     return CodecStatus::ok;
   }
@@ -57,10 +55,8 @@ class DeviceCodec final : public ChunkCodec {
     auto *dev = static_cast<unsigned char *>(scratch_.on_device(ScratchUse::queued, queued_bytes_));
     auto *host = static_cast<unsigned char *>(scratch_.on_host(ScratchUse::queued, queued_bytes_));
     if (dev == nullptr || host == nullptr) return CodecStatus::device_error;
-    const CodecStatus st = encode_on_device(stage, position, src, t, count, dev + at);
+    const CodecStatus st = encode_to_host(stage, position, src, t, count, dev + at, host + at);
     if (st != CodecStatus::ok) return st;
-    if (device_.copy(host + at, dev + at, n, stream_) != BAGUA_SUCCESS)
-      return CodecStatus::device_error;
     queued_.push_back({host + at, out, n});
     return CodecStatus::ok;
   }
@@ -130,6 +126,15 @@ class DeviceCodec final : public ChunkCodec {
       src = g;
     }
     return device_.encode(spec, src, DType::f32, count, out, stream_);
+  }
+
+  // Encodes into `dev` and enqueues the copy of its encoded bytes to the
+  // page-locked `host`, both on the stream (the caller synchronises).
+  CodecStatus encode_to_host(Stage stage, size_t position, const void *src, DType t, size_t count,
+                             void *dev, void *host) {
+    const CodecStatus st = encode_on_device(stage, position, src, t, count, dev);
+    if (st != CodecStatus::ok) return st;
+    return as_codec_status(device_.copy(host, dev, encoded_bytes(count), stream_));
   }
 
   // Copies the encoded bytes to the device, runs `kernel` on them and waits
