@@ -21,10 +21,12 @@ int main(int argc, char **argv) {
   bagua::advise::Measurement m;
   if (bagua::advise::measure(MPI_COMM_WORLD, args, &m) != BAGUA_SUCCESS) {
     if (rank == 0) std::fprintf(stderr, "bagua-advise: %s\n", bagua::last_error_message());
+    bagua_finalize();
     MPI_Finalize();
     return 2;
   }
   if (rank == 0) bagua::advise::print_report(stdout, args, m);
+  bagua_finalize();
   MPI_Finalize();
   return 0;
 }

@@ -288,6 +288,7 @@ int main(int argc, char **argv) {
       }
     }
   }
+  bagua_finalize();
   MPI_Finalize();
   return 0;
 }

@@ -6,11 +6,12 @@
  * return an int that is BAGUA_SUCCESS (0) or one of bagua_status_t; no
  * exception or signal ever crosses this interface.
  *
- * Lifetime: nothing needs to be called besides MPI_Init. The first bagua call
- * on a communicator is collective over that communicator: it duplicates the
- * communicator and creates transport endpoints, cached on the user's
- * communicator as an MPI attribute and released when that communicator is
- * freed or at MPI_Finalize. Its setup (agreeing on BAGUA_* settings,
+ * Lifetime: nothing needs to be called besides MPI_Init, and bagua_finalize
+ * before MPI_Finalize. The first bagua call on a communicator is collective
+ * over that communicator: it duplicates the communicator and creates
+ * transport endpoints, cached on the user's communicator as an MPI attribute
+ * and released when that communicator is freed, by bagua_finalize, or at
+ * MPI_Finalize. Its setup (agreeing on BAGUA_* settings,
  * MPI_Comm_idup) is bounded by BAGUA_TIMEOUT_MS, as are the first
  * nonblocking, bucket, asynchronous and partial-reduce calls: a rank whose
  * peers never make the matching call gets BAGUA_ERR_TIMEOUT, and every later
@@ -113,6 +114,27 @@ BAGUA_API const char *bagua_last_error(void);
 
 /** Version "MAJOR.MINOR.PATCH". */
 BAGUA_API const char *bagua_version_string(void);
+
+/**
+ * Releases bagua's state on every communicator, as freeing each communicator
+ * would, and stops the threads that state runs: a partial-reduce controller
+ * rank first waits (up to BAGUA_TIMEOUT_MS) until every rank has left
+ * (bagua_partial_leave, or this call on that rank), the other ranks leave.
+ * Then it frees bagua's datatypes and op (BAGUA_FLOAT16, BAGUA_BFLOAT16,
+ * BAGUA_AVG) as MPI_Finalize would. Call it on every rank before
+ * MPI_Finalize, with no bagua call in flight and every bucket communicator
+ * and asynchronous averager destroyed. Without it the same release runs
+ * inside MPI_Finalize, which is too late with MPICH: its MPI_Finalize stops
+ * locking for other threads before bagua's release runs, so a partial-reduce
+ * controller thread still polling then can leave MPICH's lock held and
+ * MPI_Finalize aborts ("pthread_mutex_destroy: Device or resource busy").
+ * A later bagua call starts afresh (its first call on a communicator is
+ * collective again); calling it twice is harmless.
+ *
+ * @return BAGUA_SUCCESS, BAGUA_ERR_NOT_INITIALIZED (before MPI_Init or after
+ *         MPI_Finalize).
+ */
+BAGUA_API int bagua_finalize(void);
 
 /* ----------------------------------------------------------------------------
  * Datatypes and operations the library provides (MPI has no standard ones).

@@ -5,8 +5,9 @@
 #include "bagua.h"
 
 int main(int argc, char **argv) {
+  int wrong = bagua_finalize() != BAGUA_ERR_NOT_INITIALIZED; /* before MPI_Init */
   MPI_Init(&argc, &argv);
-  int rank = 0, size = 0, wrong = 0;
+  int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   double x[3] = {rank, 1.0, -rank};
@@ -16,6 +17,7 @@ int main(int argc, char **argv) {
     wrong = 1;
   }
   wrong += x[0] != size * (size - 1) / 2.0 || x[1] != size || x[2] != -x[0];
+  wrong += bagua_finalize() != BAGUA_SUCCESS;
   MPI_Finalize();
   return wrong != 0;
 }

@@ -202,6 +202,7 @@ int main(int argc, char **argv) {
                 file.c_str());
     std::printf("overlap fraction, after    %9.2f\n", overlap_fraction(file, 0));
   }
+  bagua_finalize();
   MPI_Finalize();
   return 0;
 }

@@ -324,6 +324,7 @@ int main(int argc, char **argv) {
   }
   MPI_Comm_free(&mpi_default);
   if (mpi_ring != MPI_COMM_NULL) MPI_Comm_free(&mpi_ring);
+  bagua_finalize();
   MPI_Finalize();
   return 0;
 }

@@ -98,6 +98,7 @@ int main(int argc, char **argv) {
       iterations, [&](int) { check(bagua_lowprec_step(state, w.data()), "bagua_lowprec_step"); });
   report("low-precision ring (q8)", lowprec, ring_neighbours() * q8_bytes(count), exact, mpi);
   bagua_lowprec_destroy(&state);
+  bagua_finalize();
   MPI_Finalize();
   return 0;
 }

@@ -209,6 +209,7 @@ int main(int argc, char **argv) {
         },
         mib, s, rank);
   }
+  bagua_finalize();
   MPI_Finalize();
   return every_row_same ? 0 : 1;
 }

@@ -145,6 +145,7 @@ int main(int argc, char **argv) {
           "partial P=%-14d %8.2f it/s (all ranks)  ratio %.2f  group sizes (size:count)%s\n", p,
           r.iters_per_s, r.iters_per_s / base.iters_per_s, histogram(r.sizes).c_str());
   }
+  bagua_finalize();
   MPI_Finalize();
   return 0;
 }

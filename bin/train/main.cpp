@@ -11,6 +11,7 @@
 #include <string>
 
 #include "algorithm.hpp"
+#include "bagua.h"
 #include "idx.hpp"
 #include "trainer.hpp"
 
@@ -334,6 +335,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "bagua-train (rank %d): %s\n", rank, e.what());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
+  bagua_finalize();
   MPI_Finalize();
   return status;
 }

@@ -122,7 +122,7 @@ Status Communicator::get(MPI_Comm user_comm, Communicator **out) {
   std::unique_ptr<Communicator> created;
   BAGUA_TRY(create_checked(user_comm, /*shared_by_threads=*/false, &created));
   Communicator *c = created.release();  // owned by the registry and the attribute
-  registry_add(c);
+  registry_add(c, user_comm);
   MPI_Comm_set_attr(user_comm, runtime_comm_keyval(), c);
   *out = c;
   return BAGUA_SUCCESS;

@@ -1,7 +1,7 @@
 #include "runtime.hpp"
 
+#include <map>
 #include <mutex>
-#include <set>
 #include <string>
 
 #include "../algo/reduce.hpp"
@@ -23,7 +23,8 @@ struct Handles {
 
 std::mutex mutex;
 Handles handles;
-std::set<Communicator *> live;
+// Live states and the user communicator each is an attribute of.
+std::map<Communicator *, MPI_Comm> live;
 
 // MPI user function of bagua_op_avg: a sum (MPI cannot tell it the group size).
 void avg_as_sum(void *in, void *inout, int *len, MPI_Datatype *type) {
@@ -48,12 +49,12 @@ int delete_setup_failure(MPI_Comm, int, void *value, void *) {
 // Runs first inside MPI_Finalize (attributes of MPI_COMM_SELF are deleted
 // before anything else is torn down).
 int on_finalize(MPI_Comm, int, void *, void *) {
-  std::set<Communicator *> states;
+  std::map<Communicator *, MPI_Comm> states;
   {
     std::lock_guard lock(mutex);
     states.swap(live);
   }
-  for (Communicator *c : states) delete c;
+  for (const auto &[c, user_comm] : states) delete c;
   bounded_release_completed();
   std::lock_guard lock(mutex);
   MPI_Type_free(&handles.float16);
@@ -152,14 +153,33 @@ MPI_Datatype datatype_to_mpi(DType t) {
   return MPI_FLOAT;
 }
 
-void registry_add(Communicator *c) {
+void registry_add(Communicator *c, MPI_Comm user_comm) {
   std::lock_guard lock(mutex);
-  live.insert(c);
+  live.emplace(c, user_comm);
 }
 
 bool registry_remove(Communicator *c) {
   std::lock_guard lock(mutex);
   return live.erase(c) == 1;
+}
+
+Status runtime_finalize() {
+  BAGUA_TRY(check_mpi_initialized());
+  std::map<Communicator *, MPI_Comm> states;
+  int comm_keyval = MPI_KEYVAL_INVALID, finalize_keyval = MPI_KEYVAL_INVALID;
+  {
+    std::lock_guard lock(mutex);
+    if (!handles.ready) return BAGUA_SUCCESS;
+    states = live;
+    comm_keyval = handles.comm_keyval;
+    finalize_keyval = handles.finalize_keyval;
+  }
+  // Each state goes as when its communicator is freed: deleting the
+  // attribute runs delete_comm_state, which stops the state's threads.
+  for (const auto &[c, user_comm] : states) MPI_Comm_delete_attr(user_comm, comm_keyval);
+  // Then the process-wide handles, as at MPI_Finalize (on_finalize).
+  MPI_Comm_delete_attr(MPI_COMM_SELF, finalize_keyval);
+  return BAGUA_SUCCESS;
 }
 
 }  // namespace bagua

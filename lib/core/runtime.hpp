@@ -1,6 +1,7 @@
 // Process-wide MPI handles of the library (float16/bfloat16 datatypes, the
 // averaging op, the attribute keyval) and the registry of live communicator
-// states; all released by a hook that runs at MPI_Finalize.
+// states; all released by bagua_finalize or by a hook that runs at
+// MPI_Finalize.
 #pragma once
 
 #include <mpi.h>
@@ -32,10 +33,15 @@ Status op_from_mpi(MPI_Op op, ReduceOp *out);
 // The MPI handle of an element type (after runtime_ensure).
 MPI_Datatype datatype_to_mpi(DType t);
 
-// Live communicator states, destroyed at MPI_Finalize if the user never
-// freed their communicators.
-void registry_add(Communicator *c);
+// Live communicator states (each an attribute of `user_comm`), destroyed at
+// MPI_Finalize if the user never freed their communicators.
+void registry_add(Communicator *c, MPI_Comm user_comm);
 // Removes `c`; false if it was not registered (already destroyed).
 bool registry_remove(Communicator *c);
+
+// bagua_finalize: destroys every live state as if its communicator were
+// freed (joining the threads it runs), then releases the handles as
+// MPI_Finalize would; the next bagua call starts afresh.
+Status runtime_finalize();
 
 }  // namespace bagua

@@ -585,6 +585,7 @@ int main(int argc, char **argv) {
 #endif
   refusals(MPI_COMM_WORLD);
   device->destroy_stream(test_stream);
+  expect_ok(bagua_finalize(), "bagua_finalize");
   int any = 0;
   MPI_Allreduce(&failures, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (rank == 0) std::printf("%s on the %s device\n", any ? "FAILED" : "passed", device->name());

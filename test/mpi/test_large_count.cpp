@@ -99,6 +99,7 @@ int main(int argc, char **argv) {
   int all_failures = 0;
   MPI_Allreduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (rank == 0) std::printf("%s\n", all_failures == 0 ? "PASSED" : "FAILED");
+  bagua_finalize();
   MPI_Finalize();
   return all_failures == 0 ? 0 : 1;
 }

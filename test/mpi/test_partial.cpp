@@ -2,12 +2,13 @@
 // group info, info consistency across members (gathered with MPI), group
 // formation under injected delays, connectivity within tau groups, early
 // leavers, P = N against allreduce, the q8-compressed group average against
-// its error bound, and argument errors.
+// its error bound, argument errors, and bagua_finalize on MPI_COMM_WORLD.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <numeric>
 #include <string>
@@ -446,4 +447,35 @@ TEST_CASE("out-of-range partial options are clear errors", "[partial]") {
     unsetenv(name);
     MPI_Comm_free(&comm);
   }
+}
+
+// The threads of this process.
+size_t thread_count() {
+  size_t n = 0;
+  for (const auto &entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    (void)entry;
+    ++n;
+  }
+  return n;
+}
+
+// On MPI_COMM_WORLD, which the program never frees: without bagua_finalize
+// the controller would run until MPI_Finalize.
+TEST_CASE("bagua_finalize leaves, joins the controller thread, and later calls start afresh",
+          "[partial]") {
+  const int n = test::world_size();
+  bagua_group_info info;
+  CHECK(call_and_check(MPI_COMM_WORLD, Type::f32, 5, n, 0, &info) == 0);
+  const size_t with_controller = thread_count();
+  // No bagua_partial_leave: bagua_finalize leaves on every rank, and the
+  // controller rank (0, the default) waits for all of them.
+  REQUIRE(bagua_finalize() == BAGUA_SUCCESS);
+  if (test::world_rank() == 0) CHECK(thread_count() < with_controller);
+  // A fresh state counts iterations from 0 again (call_and_check's expected
+  // values use the members' iterations, so call 0 checks it), and the half
+  // types are made again.
+  CHECK(call_and_check(MPI_COMM_WORLD, Type::f16, 5, n, 0, &info) == 0);
+  CHECK(info.size == n);
+  REQUIRE(bagua_finalize() == BAGUA_SUCCESS);
+  REQUIRE(bagua_finalize() == BAGUA_SUCCESS);
 }

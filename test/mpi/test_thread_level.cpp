@@ -245,6 +245,7 @@ int main(int argc, char **argv) {
   const int failed = Catch::Session().run(argc, argv);
   int any_failed = 0;
   MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  bagua_finalize();
   MPI_Finalize();
   return any_failed ? 1 : 0;
 }

@@ -49,8 +49,10 @@ def ensure_mpi():
 
 
 def shutdown():
-    """Closes hook workers and averagers, destroys the process group and finalises MPI, each
-    only if bagua_torch made it. Runs at exit; calling it earlier is allowed (once)."""
+    """Closes hook workers and averagers, destroys the process group if bagua_torch created
+    it, releases bagua's state on every communicator (bagua_finalize, which MPICH needs before
+    MPI_Finalize) and finalises MPI if bagua_torch initialised it. Runs at exit; calling it
+    earlier is allowed (once)."""
     for reference in _closables:
         closable = reference()
         if closable is not None:
@@ -61,6 +63,8 @@ def shutdown():
         _owns["process_group"] = False
     for comm in _default_comm:
         comm.free()
+    _default_comm.clear()
+    _C.finalize()
     if _owns["mpi"]:
         _owns["mpi"] = False
         _C.mpi_finalize()

@@ -551,6 +551,15 @@ void define_calls(py::module_ &m) {
   m.def("mpi_init", &mpi_init,
         "Initialises MPI (MPI_THREAD_MULTIPLE) unless it is; True if this call did.");
   m.def(
+      "finalize",
+      [] {
+        int finalized = 0;
+        MPI_Finalized(&finalized);
+        if (!finalized) check_status(bagua_finalize(), "bagua_finalize");
+      },
+      py::call_guard<py::gil_scoped_release>(),
+      "bagua_finalize (a no-op once MPI is finalised): stops bagua's threads before MPI_Finalize.");
+  m.def(
       "mpi_finalize", [] { check_mpi(MPI_Finalize(), "MPI_Finalize"); },
       py::call_guard<py::gil_scoped_release>());
   m.def(
