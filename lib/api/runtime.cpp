@@ -1,5 +1,6 @@
 // C entry points of the library's lifetime (lib/core/runtime.hpp).
 #include "../core/runtime.hpp"
+
 #include "guard.hpp"
 
 extern "C" int bagua_finalize(void) {
