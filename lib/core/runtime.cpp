@@ -54,7 +54,7 @@ int on_finalize(MPI_Comm, int, void *, void *) {
     std::lock_guard lock(mutex);
     states.swap(live);
   }
-  for (const auto &[c, user_comm] : states) delete c;
+  for (const auto &state : states) delete state.first;
   bounded_release_completed();
   std::lock_guard lock(mutex);
   MPI_Type_free(&handles.float16);

@@ -1,6 +1,7 @@
 // Helpers shared by the multi-process tests.
 #pragma once
 
+#include <dirent.h>
 #include <mpi.h>
 
 #include <catch2/catch.hpp>
@@ -24,6 +25,16 @@ inline int world_size() {
   int n = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   return n;
+}
+
+// Threads of this process (entries of /proc/self/task).
+inline int thread_count() {
+  int count = 0;
+  if (DIR *dir = opendir("/proc/self/task")) {
+    while (dirent *e = readdir(dir)) count += e->d_name[0] != '.';
+    closedir(dir);
+  }
+  return count;
 }
 
 // A fresh duplicate of MPI_COMM_WORLD whose bagua state is created with the

@@ -1,8 +1,6 @@
 // Asynchronous model averaging: buffers converge to the common mean once the
 // callers stop writing; abort/resume and create/free cycle without hangs or
 // leaked threads; bad arguments are clear errors.
-#include <dirent.h>
-
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
@@ -14,16 +12,6 @@
 using test::Type;
 
 namespace {
-
-// Threads of this process (entries of /proc/self/task).
-int thread_count() {
-  int count = 0;
-  if (DIR *dir = opendir("/proc/self/task")) {
-    while (dirent *e = readdir(dir)) count += e->d_name[0] != '.';
-    closedir(dir);
-  }
-  return count;
-}
 
 void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
@@ -87,7 +75,7 @@ TEST_CASE("async averaging converges to the mean of everything the ranks wrote",
 TEST_CASE("abort and resume cycle many times without a hang or a leaked thread", "[async]") {
   const int rank = test::world_rank();
   std::vector<float> w(257, float(rank));
-  const int threads_before = thread_count();
+  const int threads_before = test::thread_count();
   bagua_async_t handle = nullptr;
   REQUIRE(bagua_async_average_create(w.data(), int(w.size()), MPI_FLOAT, 1, MPI_COMM_WORLD,
                                      &handle) == BAGUA_SUCCESS);
@@ -109,7 +97,7 @@ TEST_CASE("abort and resume cycle many times without a hang or a leaked thread",
     if (rank == 0) sleep_ms(2);
     REQUIRE(bagua_async_average_destroy(&handle) == BAGUA_SUCCESS);
   }
-  CHECK(thread_count() == threads_before);
+  CHECK(test::thread_count() == threads_before);
   // Any averaging leaves the ranks' values in [0, n - 1].
   for (float v : w) CHECK((v >= 0 && v <= float(test::world_size() - 1)));
 }

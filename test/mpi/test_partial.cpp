@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <numeric>
 #include <string>
@@ -449,16 +448,6 @@ TEST_CASE("out-of-range partial options are clear errors", "[partial]") {
   }
 }
 
-// The threads of this process.
-size_t thread_count() {
-  size_t n = 0;
-  for (const auto &entry : std::filesystem::directory_iterator("/proc/self/task")) {
-    (void)entry;
-    ++n;
-  }
-  return n;
-}
-
 // On MPI_COMM_WORLD, which the program never frees: without bagua_finalize
 // the controller would run until MPI_Finalize.
 TEST_CASE("bagua_finalize leaves, joins the controller thread, and later calls start afresh",
@@ -466,11 +455,11 @@ TEST_CASE("bagua_finalize leaves, joins the controller thread, and later calls s
   const int n = test::world_size();
   bagua_group_info info;
   CHECK(call_and_check(MPI_COMM_WORLD, Type::f32, 5, n, 0, &info) == 0);
-  const size_t with_controller = thread_count();
+  const int with_controller = test::thread_count();
   // No bagua_partial_leave: bagua_finalize leaves on every rank, and the
   // controller rank (0, the default) waits for all of them.
   REQUIRE(bagua_finalize() == BAGUA_SUCCESS);
-  if (test::world_rank() == 0) CHECK(thread_count() < with_controller);
+  if (test::world_rank() == 0) CHECK(test::thread_count() < with_controller);
   // A fresh state counts iterations from 0 again (call_and_check's expected
   // values use the members' iterations, so call 0 checks it), and the half
   // types are made again.
