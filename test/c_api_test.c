@@ -19,5 +19,6 @@ int main(int argc, char **argv) {
   wrong += x[0] != size * (size - 1) / 2.0 || x[1] != size || x[2] != -x[0];
   wrong += bagua_finalize() != BAGUA_SUCCESS;
   MPI_Finalize();
+  wrong += bagua_finalize() != BAGUA_ERR_NOT_INITIALIZED; /* after MPI_Finalize */
   return wrong != 0;
 }
