@@ -101,6 +101,11 @@ class BucketedGradientAverage : public Algorithm {
   }
   uint64_t bytes_sent() const override { return bytes_; }
   bool keeps_replicas_identical() const override { return true; }
+  std::vector<size_t> bucket_bytes() const override {
+    std::vector<size_t> bytes;
+    for (size_t count : bucket_counts()) bytes.push_back(count * sizeof(float));
+    return bytes;
+  }
 
  private:
   // Registers every tensor in backward order and forms the buckets.
@@ -115,18 +120,25 @@ class BucketedGradientAverage : public Algorithm {
           "bagua_bucket_comm_finalize_registration");
   }
 
-  // Each bucket runs one collective per step on all its tensors' elements (the buckets of
-  // the step just waited for: an automatic bucket size changes them in the first steps).
-  uint64_t step_bytes() {
-    std::vector<size_t> bucket_counts(tensors_.size(), 0);
+  // The elements of each bucket now (an automatic bucket size changes the buckets in the
+  // first steps).
+  std::vector<size_t> bucket_counts() const {
+    std::vector<size_t> counts;
     for (const GradientTensor &t : tensors_) {
       int bucket = 0;
       check(bagua_bucket_comm_tensor_bucket(bc_, ids_.at({t.layer, t.bias}), &bucket),
             "bagua_bucket_comm_tensor_bucket");
-      bucket_counts[size_t(bucket)] += t.values.size();
+      if (size_t(bucket) >= counts.size()) counts.resize(size_t(bucket) + 1, 0);
+      counts[size_t(bucket)] += t.values.size();
     }
+    return counts;
+  }
+
+  // Each bucket runs one collective per step on all its tensors' elements (the buckets of
+  // the step just waited for).
+  uint64_t step_bytes() const {
     uint64_t bytes = 0;
-    for (size_t count : bucket_counts)
+    for (size_t count : bucket_counts())
       if (count > 0) bytes += allreduce_bytes(algorithm_, count, comm_);
     return bytes;
   }

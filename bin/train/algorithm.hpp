@@ -72,6 +72,9 @@ class Algorithm {
   virtual bool communicates_momentum() const { return false; }
   // True when every rank holds bit-identical weights after each step (centralized averaging).
   virtual bool keeps_replicas_identical() const = 0;
+  // Bucketed algorithms: the gradient bytes of each bucket now (after an automatic bucket size
+  // has settled, the buckets it kept); others: empty.
+  virtual std::vector<size_t> bucket_bytes() const { return {}; }
 };
 
 // An available algorithm: its command-line name and a one-line description.

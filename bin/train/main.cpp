@@ -51,7 +51,8 @@ void print_usage(FILE *out) {
       "  --schedule S           learning rate over the run: cosine (to 0) or constant "
       "(default cosine)\n"
       "  --momentum X           SGD momentum (default %g)\n"
-      "  --hidden H             units in each of the two hidden layers (default %d)\n"
+      "  --hidden H             units in each hidden layer (default %d)\n"
+      "  --layers L             hidden layers (default %d)\n"
       "  --seed N               seed of weights, shuffling and stragglers (default %llu)\n"
       "  --target-accuracy P    test accuracy (percent) for time-to-accuracy (default %g)\n"
       "  --straggler-prob P     probability that a rank sleeps after a step (default %g)\n"
@@ -76,7 +77,7 @@ void print_usage(FILE *out) {
       "                         centralized algorithms, all ranks hold identical weights\n"
       "  --quiet                no per-epoch lines\n"
       "  --list-algorithms      print the algorithm names, one per line, and exit\n",
-      d.epochs, d.batch, double(d.lr), double(d.momentum), d.hidden,
+      d.epochs, d.batch, double(d.lr), double(d.momentum), d.hidden, d.hidden_layers,
       static_cast<unsigned long long>(d.seed), d.target_accuracy, d.straggler_prob,
       d.straggler_delay, s.interval, s.partial_group, s.async_interval_ms, double(s.async_momentum),
       s.bucket_kb, d.evals_per_epoch, kDefaultData);
@@ -161,6 +162,8 @@ bool parse_options(int argc, char **argv, Options *o) {
       c.momentum = float(parse_number(flag, v, 0, 0.999));
     else if (flag == "--hidden")
       c.hidden = parse_int(flag, v, 1, 16384);
+    else if (flag == "--layers")
+      c.hidden_layers = parse_int(flag, v, 1, 256);
     else if (flag == "--seed")
       c.seed = uint64_t(parse_int(flag, v, 0, 1 << 30));
     else if (flag == "--target-accuracy")
@@ -231,6 +234,10 @@ void print_summary(const train::TrainConfig &c, const train::TrainResult &r, int
       c.algorithm.c_str(), ranks, r.steps, last.test_accuracy, c.target_accuracy, target,
       seconds_per_epoch(r), last.bytes_per_rank / 1e6, c.algorithm.c_str(), r.compute_ms_per_step,
       r.comm_ms_per_step, r.compute_ms_per_step / std::max(r.comm_ms_per_step, 1e-9));
+  if (r.bucket_bytes.empty()) return;
+  std::printf("[%s] %zu buckets at the end (MB):", c.algorithm.c_str(), r.bucket_bytes.size());
+  for (size_t bytes : r.bucket_bytes) std::printf(" %.3f", double(bytes) / 1e6);
+  std::printf("\n");
 }
 
 void write_csv(const std::string &path, const train::TrainConfig &c, const train::TrainResult &r,
@@ -294,8 +301,8 @@ int run(int argc, char **argv, int rank, int size) {
   const train::TrainConfig &c = o.config;
   if (rank == 0 && !o.quiet)
     std::printf(
-        "[%s] %d ranks, MLP %d-%d-%d-10, batch %d per rank, lr %g, momentum %g, %d epochs\n",
-        c.algorithm.c_str(), size, train_set.cols, c.hidden, c.hidden, c.batch, double(c.lr),
+        "[%s] %d ranks, MLP %d-%dx%d-10, batch %d per rank, lr %g, momentum %g, %d epochs\n",
+        c.algorithm.c_str(), size, train_set.cols, c.hidden, c.hidden_layers, c.batch, double(c.lr),
         double(train::training_momentum(c.algorithm, c.momentum, c.settings)), c.epochs);
 
   const train::ProgressFn progress = [&](const train::EvalPoint &p) {

@@ -27,12 +27,16 @@ class Normal {
 }  // namespace
 
 Mlp::Mlp(MlpShape shape, uint64_t seed) : shape_(shape) {
-  const int dims[4] = {shape.inputs, shape.hidden, shape.hidden, shape.classes};
+  std::vector<int> dims{shape.inputs};
+  dims.insert(dims.end(), size_t(shape.hidden_layers), shape.hidden);
+  dims.push_back(shape.classes);
   size_t offset = 0;
-  for (int i = 0; i < kLayers; ++i) {
-    layers_[i] = {offset, offset + size_t(dims[i]) * dims[i + 1], dims[i], dims[i + 1]};
-    offset = layers_[i].b + dims[i + 1];
+  for (size_t i = 0; i + 1 < dims.size(); ++i) {
+    layers_.push_back({offset, offset + size_t(dims[i]) * dims[i + 1], dims[i], dims[i + 1]});
+    offset = layers_.back().b + dims[i + 1];
   }
+  act_.resize(layers_.size());
+  delta_.resize(layers_.size());
   params_.assign(offset, 0.0f);
   grads_.assign(offset, 0.0f);
 
@@ -55,9 +59,10 @@ void Mlp::dense(const Layer &l, const float *in, float *out, int batch, bool rel
 
 const float *Mlp::forward(const float *x, int batch) {
   const float *in = x;
-  for (int i = 0; i < 3; ++i) {
+  const size_t last = layers_.size() - 1;
+  for (size_t i = 0; i <= last; ++i) {
     act_[i].resize(size_t(batch) * layers_[i].out);
-    dense(layers_[i], in, act_[i].data(), batch, /*relu=*/i < 2);
+    dense(layers_[i], in, act_[i].data(), batch, /*relu=*/i < last);
     in = act_[i].data();
   }
   return in;
@@ -88,13 +93,14 @@ void Mlp::backward_layer(int index, const float *in, float *delta_out, float *de
 float Mlp::train_batch(const float *x, const uint8_t *y, int batch, const GradientReadyFn &ready) {
   const float *logits = forward(x, batch);
   const int k = shape_.classes;
-  delta_[2].resize(size_t(batch) * k);
+  const int last = layers() - 1;
+  delta_[last].resize(size_t(batch) * k);
 
   // Softmax cross-entropy: loss = logsumexp - logit[label]; delta = (softmax - onehot) / batch.
   double loss = 0;
   for (int r = 0; r < batch; ++r) {
     const float *z = logits + size_t(r) * k;
-    float *d = &delta_[2][size_t(r) * k];
+    float *d = &delta_[last][size_t(r) * k];
     const float zmax = *std::max_element(z, z + k);
     double sum = 0;
     for (int j = 0; j < k; ++j) sum += std::exp(double(z[j] - zmax));
@@ -103,11 +109,16 @@ float Mlp::train_batch(const float *x, const uint8_t *y, int batch, const Gradie
       d[j] = float((std::exp(double(z[j] - zmax)) / sum - (j == y[r] ? 1.0 : 0.0)) / batch);
   }
 
-  delta_[1].resize(size_t(batch) * layers_[2].in);
-  delta_[0].resize(size_t(batch) * layers_[1].in);
-  backward_layer(2, act_[1].data(), delta_[2].data(), delta_[1].data(), batch, ready);
-  backward_layer(1, act_[0].data(), delta_[1].data(), delta_[0].data(), batch, ready);
-  backward_layer(0, x, delta_[0].data(), nullptr, batch, ready);
+  // Backward from the logits to the input layer; delta_[i - 1] is layer i's input delta.
+  for (int i = last; i >= 0; --i) {
+    const float *in = i > 0 ? act_[i - 1].data() : x;
+    float *delta_in = nullptr;
+    if (i > 0) {
+      delta_[i - 1].resize(size_t(batch) * layers_[i].in);
+      delta_in = delta_[i - 1].data();
+    }
+    backward_layer(i, in, delta_[i].data(), delta_in, batch, ready);
+  }
   return float(loss / batch);
 }
 

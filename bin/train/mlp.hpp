@@ -1,5 +1,6 @@
-// A 3-layer perceptron (in-H-H-classes, ReLU, softmax cross-entropy) on one flat parameter
-// buffer, with OpenBLAS products. One instance per rank; not thread-safe.
+// A multi-layer perceptron (in-H-...-H-classes: hidden_layers layers of H units, ReLU, softmax
+// cross-entropy) on one flat parameter buffer, with OpenBLAS products. One instance per rank; not
+// thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@ struct MlpShape {
   int inputs = 784;
   int hidden = 256;
   int classes = 10;
+  int hidden_layers = 2;  // >= 1
 };
 
 // Called during backward as soon as one parameter tensor's gradient is final: (layer, is_bias).
@@ -20,12 +22,13 @@ using GradientReadyFn = std::function<void(int layer, bool bias)>;
 
 class Mlp {
  public:
-  static constexpr int kLayers = 3;
-
   // He-initialised weights, zero biases; identical on every rank for the same seed.
   Mlp(MlpShape shape, uint64_t seed);
 
-  // All parameters, contiguous: W1 (in x H), b1, W2 (H x H), b2, W3 (H x classes), b3.
+  // Dense layers: hidden_layers + 1 (the last one produces the logits).
+  int layers() const { return int(layers_.size()); }
+  // All parameters, contiguous: W1 (in x H), b1, W2 (H x H), b2, ..., the last (H x classes), its
+  // bias.
   std::span<float> params() { return params_; }
   std::span<const float> params() const { return params_; }
   // Gradient of the last train_batch, same layout as params().
@@ -62,9 +65,9 @@ class Mlp {
 
   MlpShape shape_;
   std::vector<float> params_, grads_;
-  Layer layers_[kLayers];
-  // Activations after each layer (h1, h2, logits) and back-propagated deltas.
-  std::vector<float> act_[3], delta_[3];
+  std::vector<Layer> layers_;
+  // Activations after each layer (the hidden ones, then the logits) and back-propagated deltas.
+  std::vector<std::vector<float>> act_, delta_;
 };
 
 }  // namespace train

@@ -135,7 +135,7 @@ class Run {
         test_(test_set),
         comm_(comm),
         progress_(progress),
-        model_({train_set.cols, config.hidden, 10}, config.seed),
+        model_({train_set.cols, config.hidden, 10, config.hidden_layers}, config.seed),
         sgd_(model_.param_count(),
              training_momentum(config.algorithm, config.momentum, config.settings)) {
     MPI_Comm_rank(comm, &rank_);
@@ -181,7 +181,7 @@ class Run {
   // layer's bias before its weights.
   std::vector<GradientTensor> gradient_tensors() {
     std::vector<GradientTensor> tensors;
-    for (int l = Mlp::kLayers - 1; l >= 0; --l) {
+    for (int l = model_.layers() - 1; l >= 0; --l) {
       tensors.push_back({l, true, model_.bias_grads(l)});
       tensors.push_back({l, false, model_.weight_grads(l)});
     }
@@ -298,6 +298,7 @@ class Run {
     result_.replicas_identical = lo == hi;
     result_.centralized = algorithm_->keeps_replicas_identical();
     result_.weights_checksum = hash;
+    result_.bucket_bytes = algorithm_->bucket_bytes();
     return result_;
   }
 

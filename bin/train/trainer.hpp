@@ -21,6 +21,7 @@ struct TrainConfig {
   bool cosine_schedule = true;  // lr follows a cosine from lr to 0 over the run
   float momentum = 0.9f;
   int hidden = 128;
+  int hidden_layers = 2;
   uint64_t seed = 1;
   double target_accuracy = 85.0;  // percent, for time-to-accuracy
   double straggler_prob = 0.0;    // per rank and step
@@ -48,14 +49,15 @@ struct EvalPoint {
 struct TrainResult {
   std::vector<EvalPoint> points;
   long steps = 0;
-  double time_to_target_s = -1;     // wall_s of the first evaluation at or above target; -1: never
-  double compute_ms_per_step = 0;   // forward + backward + optimizer, mean over ranks
-  double comm_ms_per_step = 0;      // in the algorithm's calls, mean over ranks
-  double first_loss = 0;            // mean loss of the first 5 steps (all ranks)
-  double last_loss = 0;             // mean loss of the last 20 steps (all ranks)
-  bool centralized = false;         // the algorithm keeps replicas bit-identical by design
-  bool replicas_identical = false;  // every rank holds bit-identical weights at the end
-  uint64_t weights_checksum = 0;    // FNV-1a of rank 0's weights
+  double time_to_target_s = -1;      // wall_s of the first evaluation at or above target; -1: never
+  double compute_ms_per_step = 0;    // forward + backward + optimizer, mean over ranks
+  double comm_ms_per_step = 0;       // in the algorithm's calls, mean over ranks
+  double first_loss = 0;             // mean loss of the first 5 steps (all ranks)
+  double last_loss = 0;              // mean loss of the last 20 steps (all ranks)
+  bool centralized = false;          // the algorithm keeps replicas bit-identical by design
+  bool replicas_identical = false;   // every rank holds bit-identical weights at the end
+  uint64_t weights_checksum = 0;     // FNV-1a of rank 0's weights
+  std::vector<size_t> bucket_bytes;  // bucketed algorithms: each bucket's bytes at the end
 };
 
 // Called on every rank after each evaluation (rank 0 prints).
