@@ -116,7 +116,8 @@ class BucketedGradientAverage : public Algorithm {
             "bagua_bucket_comm_register");
       ids_[{t.layer, t.bias}] = id;
     }
-    check(bagua_bucket_comm_finalize_registration(bc_, nullptr, &buckets_),
+    int buckets = 0;  // bucket_counts() asks again: an automatic size changes them
+    check(bagua_bucket_comm_finalize_registration(bc_, nullptr, &buckets),
           "bagua_bucket_comm_finalize_registration");
   }
 
@@ -145,8 +146,7 @@ class BucketedGradientAverage : public Algorithm {
 
   bagua_bucket_comm_t bc_ = nullptr;
   std::map<std::pair<int, bool>, int> ids_;  // (layer, bias) -> tensor id
-  int buckets_ = 0;
-  std::vector<GradientTensor> tensors_;  // a copy: the caller's list is temporary
+  std::vector<GradientTensor> tensors_;      // a copy: the caller's list is temporary
   MPI_Comm comm_ = MPI_COMM_NULL;
   bagua_algorithm algorithm_ = BAGUA_ALGORITHM_EXACT;
   uint64_t bytes_ = 0;
