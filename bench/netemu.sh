@@ -13,6 +13,7 @@
 #   -m ARGS   extra mpirun arguments (e.g. "--mca coll_tuned_use_dynamic_rules 1")
 #   -M MTU    MTU of every emulated link (default 1500; 9000 = jumbo frames, where
 #             TCP's headers take 0.7% of the rate instead of 4.4%)
+#   -b BURST  the tbf token bucket of every link in tc syntax (default 256kb)
 # Every rank gets BAGUA_BENCH_LINK=RATE, so bagua-bench and bagua-bench-compressed
 # print their link columns against the emulated rate (unless it is set already).
 # Every rank inherits this script's environment: set BAGUA_* variables on its
@@ -27,13 +28,20 @@ RATE=1gbit
 MPIRUN_ARGS=""
 MTU=1500
 PROBE_ONLY=0
+# 256 KB: ranks that share cores dequeue late, and a bucket shorter than
+# their gaps keeps the link below its rate (64 KB at 1 Gbit ran an 8-rank
+# ring at 22% of it, at 100 Mbit a 4-rank ring at 88%); a larger one
+# refills while a rank computes and lets the next short transfer through
+# faster than the rate, which a real link never does (doc/benchmarks.md,
+# "bagua-advise").
+BURST=256kb
 PREFIX=bg
 BRIDGE=br-bg
 SUBNET=10.77.0
 LOCK=/run/bagua-netemu.lock
 
 usage() {
-  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -42,13 +50,14 @@ die() {
   exit 1
 }
 
-while getopts "n:r:m:M:ph" opt; do
+while getopts "n:r:m:M:b:ph" opt; do
   case $opt in
     p) PROBE_ONLY=1 ;;
     n) RANKS=$OPTARG ;;
     r) RATE=$OPTARG ;;
     m) MPIRUN_ARGS=$OPTARG ;;
     M) MTU=$OPTARG ;;
+    b) BURST=$OPTARG ;;
     *) usage ;;
   esac
 done
@@ -70,7 +79,7 @@ probe() {
   ip netns add "$ns" 2>/dev/null || die "this kernel does not support network namespaces"
   ip netns del "$ns"
   ip link add "$bridge" type bridge 2>/dev/null || die "cannot create a bridge device"
-  if ! tc qdisc replace dev "$bridge" root tbf rate "$RATE" burst 256kb latency 100ms 2>/dev/null; then
+  if ! tc qdisc replace dev "$bridge" root tbf rate "$RATE" burst "$BURST" latency 100ms 2>/dev/null; then
     ip link del "$bridge"
     die "the tbf qdisc is unavailable (kernel module sch_tbf) or rate '$RATE' is invalid"
   fi
@@ -78,7 +87,7 @@ probe() {
 }
 probe
 if [[ $PROBE_ONLY -eq 1 ]]; then
-  echo "netemu: this machine can emulate $RATE links"
+  echo "netemu: this machine can emulate $RATE links (burst $BURST)"
   exit 0
 fi
 
@@ -111,8 +120,8 @@ for ((i = 0; i < RANKS; i++)); do
   ip -n "$PREFIX$i" addr add "$SUBNET.$((i + 1))/24" dev "nv$i"
   ip -n "$PREFIX$i" link set "nv$i" up
   ip -n "$PREFIX$i" link set lo up
-  tc -n "$PREFIX$i" qdisc replace dev "nv$i" root tbf rate "$RATE" burst 256kb latency 100ms
-  tc qdisc replace dev "hv$i" root tbf rate "$RATE" burst 256kb latency 100ms
+  tc -n "$PREFIX$i" qdisc replace dev "nv$i" root tbf rate "$RATE" burst "$BURST" latency 100ms
+  tc qdisc replace dev "hv$i" root tbf rate "$RATE" burst "$BURST" latency 100ms
 done
 
 # MPMD command line: rank i runs inside namespace i.
@@ -122,7 +131,7 @@ for ((i = 0; i < RANKS; i++)); do
   apps+=(-np 1 ip netns exec "$PREFIX$i" "$@")
 done
 
-echo "netemu: $RANKS hosts on $RATE links" >&2
+echo "netemu: $RANKS hosts on $RATE links (tbf burst $BURST)" >&2
 export BAGUA_BENCH_LINK=${BAGUA_BENCH_LINK:-$RATE}
 # PMIx clients reach mpirun's server over the bridge.
 # shellcheck disable=SC2086

@@ -4,17 +4,23 @@
 # and size, runs bagua-advise --csv and bagua-bench-compressed, and prints
 # predicted and measured milliseconds per call for ring (exact), q8, q4,
 # fp16, bf16 and sign, the ratio, the CPU share a hypervisor took during the
-# row's two launches (steal%; 0 on bare metal), and whether the recommended
+# row's launches (steal%; 0 on bare metal), and whether the recommended
 # algorithm is within 10% of the fastest measured one; last, the two goals'
 # counts and how many of their misses had a steal of 5% or more.
 #
-# usage: bench/advise/validate.sh [-b BUILD] [-r "RATES"] [-n "RANKS"] [-s "MIB"] [-c]
+# usage: bench/advise/validate.sh [-b BUILD] [-r "RATES"] [-n "RANKS"] [-s "MIB"] [-l LAUNCHES] [-c]
+#   -l: launches of the advisor and of the collectives per row (default 1);
+#       each column is the median over them and the recommendation the one
+#       most launches made. Ranks that share cores settle into a schedule
+#       that lasts a launch: at 8 ranks / 1 Gbit / 4 MiB five launches of
+#       the collectives measured q8 at 25.2-36.9 ms (doc/benchmarks.md,
+#       "bagua-advise"), so full runs take 3
 #   -c: the collectives' calls start from cold caches, as after a training
 #       step's backward pass (the bench's --evict: the ranks read twice the
 #       last-level cache between them before each call); default: calls
 #       follow each other, their buffers cached as far as they fit
 #   defaults (reduced, a few minutes): -r "1gbit" -n "4" -s "16"
-#   full: -r "100mbit 1gbit 10gbit" -n "2 4 8" -s "1 4 16 64"
+#   full: -r "100mbit 1gbit 10gbit" -n "2 4 8" -s "1 4 16 64" -l 3
 # Needs root (netemu.sh). Run under flock /tmp/bagua-measure.lock.
 set -euo pipefail
 BUILD=build
@@ -22,16 +28,19 @@ RATES="1gbit"
 RANKS="4"
 SIZES="16"
 COLD=0
-while getopts "b:r:n:s:ch" opt; do
+LAUNCHES=1
+while getopts "b:r:n:s:l:ch" opt; do
   case $opt in
     b) BUILD=$OPTARG ;;
     r) RATES=$OPTARG ;;
     n) RANKS=$OPTARG ;;
     s) SIZES=$OPTARG ;;
+    l) LAUNCHES=$OPTARG ;;
     c) COLD=1 ;;
-    *) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
+[[ $LAUNCHES =~ ^[1-9][0-9]*$ ]] || { echo "validate: -l must be a positive count, got '$LAUNCHES'" >&2; exit 2; }
 here=$(cd "$(dirname "$0")/../.." && pwd)
 advise=$BUILD/bin/bagua-advise
 bench=$BUILD/bench/compressed/bagua-bench-compressed
@@ -69,6 +78,22 @@ evict_mib() {
 cpu_ticks() { awk '/^cpu / { print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
 # Percent of the CPU stolen between two cpu_ticks readings.
 steal_percent() { echo "$1 $2" | awk '{ d = $4 - $2; printf "%.0f", (d > 0 ? 100 * ($3 - $1) / d : 0) }'; }
+# Per algorithm (column 1), the median of column 2 over the launches, and
+# "recommended" where most launches recommended it.
+median_of() {
+  awk '!($1 in k) { order[++names] = $1 }
+       { v[$1, ++k[$1]] = $2; rec[$1] += ($3 == "recommended") }
+       END {
+         for (i = 1; i <= names; i++) {
+           name = order[i]; n = k[name]
+           for (a = 2; a <= n; a++)  # insertion sort of the values
+             for (b = a; b > 1 && v[name, b - 1] > v[name, b]; b--) {
+               t = v[name, b]; v[name, b] = v[name, b - 1]; v[name, b - 1] = t
+             }
+           print name, v[name, int((n + 1) / 2)], (2 * rec[name] > n) ? "recommended" : ""
+         }
+       }' "$1"
+}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -78,17 +103,23 @@ for rate in $RATES; do
     for mib in $SIZES; do
       bytes=$((mib << 20))
       before=$(cpu_ticks)
-      "$here/bench/netemu.sh" -m "$bind" -n "$n" -r "$rate" -- "$advise" --model-bytes "$bytes" \
-        --ranks-per-node 1 --csv >"$tmp/advise.csv" 2>"$tmp/advise.err" ||
-        { cat "$tmp/advise.err" >&2; exit 1; }
-      "$here/bench/netemu.sh" -m "$bind" -n "$n" -r "$rate" -- "$bench" -s "$mib" -i "$(iterations "$rate")" -w 1 --evict "$(evict_mib "$n")" \
-        --interleave -a bagua,q8,q4,fp16,bf16,sign >"$tmp/bench.txt" 2>"$tmp/bench.err" ||
-        { cat "$tmp/bench.err" >&2; exit 1; }
+      : >"$tmp/measured.all"
+      : >"$tmp/predicted.all"
+      for ((launch = 0; launch < LAUNCHES; launch++)); do
+        "$here/bench/netemu.sh" -m "$bind" -n "$n" -r "$rate" -- "$advise" --model-bytes "$bytes" \
+          --ranks-per-node 1 --csv >"$tmp/advise.csv" 2>"$tmp/advise.err" ||
+          { cat "$tmp/advise.err" >&2; exit 1; }
+        "$here/bench/netemu.sh" -m "$bind" -n "$n" -r "$rate" -- "$bench" -s "$mib" -i "$(iterations "$rate")" -w 1 --evict "$(evict_mib "$n")" \
+          --interleave -a bagua,q8,q4,fp16,bf16,sign >"$tmp/bench.txt" 2>"$tmp/bench.err" ||
+          { cat "$tmp/bench.err" >&2; exit 1; }
+        # measured: algorithm -> ms (column 4 names it, column 5 is microseconds)
+        awk '!/^#/ && NF >= 9 { name = ($4 == "bagua") ? "ring" : $4; print name, $5 / 1000 }' \
+          "$tmp/bench.txt" >>"$tmp/measured.all"
+        awk -F, '$1 == "measured" { print $3, $4 * 1000, $6 }' "$tmp/advise.csv" >>"$tmp/predicted.all"
+      done
       steal=$(steal_percent "$before" "$(cpu_ticks)")
-      # measured: algorithm -> ms (column 4 names it, column 5 is microseconds)
-      awk '!/^#/ && NF >= 9 { name = ($4 == "bagua") ? "ring" : $4; print name, $5 / 1000 }' \
-        "$tmp/bench.txt" >"$tmp/measured"
-      awk -F, '$1 == "measured" { print $3, $4 * 1000, $6 }' "$tmp/advise.csv" >"$tmp/predicted"
+      median_of "$tmp/measured.all" >"$tmp/measured"
+      median_of "$tmp/predicted.all" >"$tmp/predicted"
       awk -v rate="$rate" -v n="$n" -v mib="$mib" -v steal="$steal" '
         FNR == NR { measured[$1] = $2; if (best == "" || $2 < best) best = $2; next }
         ($1 in measured) {

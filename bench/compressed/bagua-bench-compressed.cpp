@@ -162,17 +162,22 @@ class Bench {
   // Mean time per call of the slowest rank, after `warmup` untimed calls of
   // each algorithm, round by round: round i times each of `algos` once (so
   // that, with several, a slow moment of the machine falls on all of them
-  // alike). The error is taken after each algorithm's call of the last round.
+  // alike). The error is taken after the timed rounds, from one more untimed
+  // call of each algorithm: checking a result keeps the link idle for tens
+  // of milliseconds, in which an emulated link's token bucket (bench/netemu.sh:
+  // 256 KB) refills, and a timed call right after it would send its first
+  // bytes faster than the link's rate (doc/benchmarks.md, "bagua-advise").
   std::vector<Row> measure(const std::vector<std::string> &algos, int iters, int warmup) {
     for (const std::string &algo : algos)
       for (int i = 0; i < warmup; ++i) check(algo, call(algo));
     std::vector<Row> rows;
     for (const std::string &algo : algos) rows.push_back({algo, 0, ""});
     for (int i = 0; i < iters; ++i)
-      for (Row &row : rows) {
-        row.seconds += timed_call(row.algo) / iters;
-        if (i == iters - 1) row.error = error(row.algo);
-      }
+      for (Row &row : rows) row.seconds += timed_call(row.algo) / iters;
+    for (Row &row : rows) {
+      check(row.algo, call(row.algo));
+      row.error = error(row.algo);
+    }
     return rows;
   }
 
