@@ -13,9 +13,11 @@
 #   -m ARGS   extra mpirun arguments (e.g. "--mca coll_tuned_use_dynamic_rules 1")
 #   -M MTU    MTU of every emulated link (default 1500; 9000 = jumbo frames, where
 #             TCP's headers take 0.7% of the rate instead of 4.4%)
-#   -b BURST  the tbf token bucket of every link in tc syntax (default 256kb)
+#   -b BURST  the tbf token bucket of every link: bytes, or NUMBERkb (default 256kb)
 # Every rank gets BAGUA_BENCH_LINK=RATE, so bagua-bench and bagua-bench-compressed
-# print their link columns against the emulated rate (unless it is set already).
+# print their link columns against the emulated rate, and BAGUA_BENCH_LINK_BURST
+# (the burst in bytes), which bagua-bench-compressed sends around the ring
+# before each timed call to empty the buckets (unless they are set already).
 # Every rank inherits this script's environment: set BAGUA_* variables on its
 # command line (BAGUA_TRANSPORT=ucx bench/netemu.sh ...), not with -m "-x ...",
 # which Open MPI applies to the first program of the MPMD line only.
@@ -41,7 +43,7 @@ SUBNET=10.77.0
 LOCK=/run/bagua-netemu.lock
 
 usage() {
-  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -66,6 +68,9 @@ shift $((OPTIND - 1))
 [[ $PROBE_ONLY -eq 1 || $# -ge 1 ]] || usage
 [[ $RANKS =~ ^[0-9]+$ && $RANKS -ge 1 && $RANKS -le 200 ]] || die "-n must be 1..200, got '$RANKS'"
 [[ $MTU =~ ^[0-9]+$ && $MTU -ge 576 && $MTU -le 65535 ]] || die "-M must be 576..65535, got '$MTU'"
+[[ $BURST =~ ^([0-9]+)(kb)?$ && ${BASH_REMATCH[1]} -ge 1 && ${BASH_REMATCH[1]} -le 1048576 ]] ||
+  die "-b must be bytes or NUMBERkb (up to 1048576), got '$BURST'"
+BURST_BYTES=$((BASH_REMATCH[1] * (${#BASH_REMATCH[2]} > 0 ? 1024 : 1)))
 
 # Refuse clearly when the machine cannot do it: root, the tools, and a
 # namespace, a bridge and a tbf qdisc of this rate, under names of this
@@ -79,7 +84,7 @@ probe() {
   ip netns add "$ns" 2>/dev/null || die "this kernel does not support network namespaces"
   ip netns del "$ns"
   ip link add "$bridge" type bridge 2>/dev/null || die "cannot create a bridge device"
-  if ! tc qdisc replace dev "$bridge" root tbf rate "$RATE" burst "$BURST" latency 100ms 2>/dev/null; then
+  if ! tc qdisc replace dev "$bridge" root tbf rate "$RATE" burst "$BURST_BYTES" latency 100ms 2>/dev/null; then
     ip link del "$bridge"
     die "the tbf qdisc is unavailable (kernel module sch_tbf) or rate '$RATE' is invalid"
   fi
@@ -120,8 +125,8 @@ for ((i = 0; i < RANKS; i++)); do
   ip -n "$PREFIX$i" addr add "$SUBNET.$((i + 1))/24" dev "nv$i"
   ip -n "$PREFIX$i" link set "nv$i" up
   ip -n "$PREFIX$i" link set lo up
-  tc -n "$PREFIX$i" qdisc replace dev "nv$i" root tbf rate "$RATE" burst "$BURST" latency 100ms
-  tc qdisc replace dev "hv$i" root tbf rate "$RATE" burst "$BURST" latency 100ms
+  tc -n "$PREFIX$i" qdisc replace dev "nv$i" root tbf rate "$RATE" burst "$BURST_BYTES" latency 100ms
+  tc qdisc replace dev "hv$i" root tbf rate "$RATE" burst "$BURST_BYTES" latency 100ms
 done
 
 # MPMD command line: rank i runs inside namespace i.
@@ -133,6 +138,7 @@ done
 
 echo "netemu: $RANKS hosts on $RATE links (tbf burst $BURST)" >&2
 export BAGUA_BENCH_LINK=${BAGUA_BENCH_LINK:-$RATE}
+export BAGUA_BENCH_LINK_BURST=${BAGUA_BENCH_LINK_BURST:-$BURST_BYTES}
 # PMIx clients reach mpirun's server over the bridge.
 # shellcheck disable=SC2086
 PMIX_MCA_ptl_tcp_remote_connections=1 PMIX_MCA_ptl_tcp_if_include=$SUBNET.0/24 \

@@ -10,6 +10,7 @@
 // usage: mpirun -np N bagua-bench-compressed [-s MiB,MiB,...] [-i ITERS] [-w WARMUP]
 //                                            [-a mpi,ring,bagua,q8,q4,fp16,bf16,sign]
 //                                            [--link RATE] [--evict MiB] [--interleave]
+//                                            [--drain BYTES]
 // --evict MiB: each rank reads that many MiB before every timed call
 // (untimed), so the call starts from cold caches, as one after a training
 // step's backward pass does (default 0: calls follow each other, their
@@ -18,6 +19,13 @@
 // instead of all of one algorithm's calls before the next algorithm's (the
 // default): a slow moment of a machine whose ranks share cores then falls
 // on every algorithm of a size alike, which keeps their ratios honest.
+// --drain BYTES: before each timed call (after the eviction), every rank
+// sends BYTES to its right neighbour and receives as many from its left,
+// untimed. An emulated link's token bucket refills while the link idles (the
+// previous call's last decode, a result check, an eviction) and would let
+// the next short call through faster than the rate; drained, the call
+// starts as on a real link, which has no credit to spend (default:
+// BAGUA_BENCH_LINK_BURST, which bench/netemu.sh sets to its burst, else 0).
 // Open MPI's ring is selected for one duplicated communicator through the
 // MPI_T control variable coll_tuned_allreduce_algorithm (4 = ring), which
 // needs coll_tuned_use_dynamic_rules=1: this program sets that in its
@@ -48,8 +56,18 @@ struct Config {
   std::vector<std::string> algos = kAlgorithms;
   bagua_bench::LinkColumns link;
   double evict_mib = 0;
+  long long drain_bytes = 0;
   bool interleave = false;
 };
+
+// A byte count of at most 1 GiB, digits only.
+bool parse_bytes(const char *text, long long *out) {
+  char *end = nullptr;
+  const long long v = std::strtoll(text, &end, 10);
+  if (end == text || *end != '\0' || v < 0 || v > (1LL << 30)) return false;
+  *out = v;
+  return true;
+}
 
 std::vector<std::string> split(const std::string &s) {
   std::vector<std::string> out;
@@ -60,6 +78,11 @@ std::vector<std::string> split(const std::string &s) {
 
 bool parse(int argc, char **argv, Config *c, std::string *why) {
   const char *link = nullptr;
+  if (const char *burst = std::getenv("BAGUA_BENCH_LINK_BURST"); burst != nullptr && *burst)
+    if (!parse_bytes(burst, &c->drain_bytes)) {
+      *why = std::string("BAGUA_BENCH_LINK_BURST '") + burst + "' is not a byte count (0 .. 2^30)";
+      return false;
+    }
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--interleave") {
@@ -87,6 +110,11 @@ bool parse(int argc, char **argv, Config *c, std::string *why) {
         }
     } else if (flag == "--link" || flag == "-l") {
       link = argv[i];
+    } else if (flag == "--drain") {
+      if (!parse_bytes(value.c_str(), &c->drain_bytes)) {
+        *why = "--drain takes a byte count, 0 .. 2^30";
+        return false;
+      }
     } else if (flag == "--evict") {
       c->evict_mib = std::atof(value.c_str());
       if (!(c->evict_mib >= 0)) {
@@ -129,11 +157,14 @@ float input(int rank, size_t i) { return float((rank * 7 + i) % 13 + 1); }
 
 class Bench {
  public:
-  Bench(size_t count, MPI_Comm mpi_default, MPI_Comm mpi_ring, double evict_mib)
+  Bench(size_t count, MPI_Comm mpi_default, MPI_Comm mpi_ring, double evict_mib,
+        long long drain_bytes)
       : count_(count),
         send_(count),
         recv_(count),
         evict_(size_t(evict_mib * 1024 * 1024), 1),
+        drain_out_(size_t(drain_bytes)),
+        drain_in_(size_t(drain_bytes)),
         mpi_(mpi_default),
         ring_(mpi_ring) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
@@ -189,9 +220,20 @@ class Bench {
     sink_ = sum;
   }
 
+  // --drain: one ring exchange of the burst's bytes empties the token
+  // bucket of every emulated host's way out and way in.
+  void drain_link() {
+    if (drain_out_.empty() || n_ == 1) return;
+    const int size = int(drain_out_.size()), right = (rank_ + 1) % n_;
+    const int left = (rank_ + n_ - 1) % n_;
+    MPI_Sendrecv(drain_out_.data(), size, MPI_BYTE, right, 0, drain_in_.data(), size, MPI_BYTE,
+                 left, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  }
+
   // One call from a barrier, timed on the slowest rank.
   double timed_call(const std::string &algo) {
     evict_caches();
+    drain_link();
     MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = MPI_Wtime();
     check(algo, call(algo));
@@ -232,6 +274,7 @@ class Bench {
   size_t count_;
   std::vector<float> send_, recv_;
   std::vector<unsigned char> evict_;
+  std::vector<char> drain_out_, drain_in_;
   volatile unsigned sink_ = 0;
   MPI_Comm mpi_, ring_;
   int rank_ = 0, n_ = 1;
@@ -293,7 +336,7 @@ int main(int argc, char **argv) {
       std::fprintf(stderr,
                    "bagua-bench-compressed: %s\nusage: bagua-bench-compressed [-s MiB,...] "
                    "[-i ITERS] [-w WARMUP] [-a mpi,ring,bagua,q8,q4,fp16,bf16,sign] "
-                   "[--link RATE] [--evict MiB] [--interleave]\n",
+                   "[--link RATE] [--evict MiB] [--interleave] [--drain BYTES]\n",
                    why.empty() ? "bad arguments" : why.c_str());
     MPI_Finalize();
     return 2;
@@ -309,8 +352,9 @@ int main(int argc, char **argv) {
   if (rank == 0) {
     std::printf(
         "# bagua-bench-compressed: %d ranks, %d iterations (+%d warm-up), link %s, "
-        "%g MiB read before each call,%s ratio = best MPI_Allreduce time / time\n",
-        n, config.iters, config.warmup, config.link.name(), config.evict_mib,
+        "%g MiB read and %lld bytes sent around the ring (--drain) before each call,%s ratio "
+        "= best MPI_Allreduce time / time\n",
+        n, config.iters, config.warmup, config.link.name(), config.evict_mib, config.drain_bytes,
         config.interleave ? " algorithms interleaved," : "");
     std::printf("# %10s %11s %6s %9s %12s %8s %8s%s %13s %11s\n", "size(B)", "count", "type",
                 "algorithm", "time(us)", "algbw", "busbw",
@@ -318,7 +362,7 @@ int main(int argc, char **argv) {
   }
   for (double mib : config.sizes_mib) {
     const auto count = size_t(mib * 1024 * 1024 / sizeof(float));
-    Bench bench(count, mpi_default, mpi_ring, config.evict_mib);
+    Bench bench(count, mpi_default, mpi_ring, config.evict_mib, config.drain_bytes);
     std::vector<Row> rows;
     if (config.interleave)
       rows = bench.measure(config.algos, config.iters, config.warmup);

@@ -106,6 +106,11 @@ constexpr EnvVar kVars[] = {
      "time and fraction of the link limit; --link overrides it; bench/netemu.sh sets it to its "
      "rate; empty = no link columns.",
      true},
+    {"BAGUA_BENCH_LINK_BURST", "",
+     "bagua-bench-compressed: bytes sent around the ring before each timed call, to empty an "
+     "emulated link's token bucket (--drain overrides it; bench/netemu.sh sets it to its burst); "
+     "empty = 0, none.",
+     true},
     // @env pmpi (read by libbagua-pmpi, doc/pmpi.md)
     {"BAGUA_PMPI", "off",
      "PMPI interposer: where MPI_Allreduce goes: off (MPI), exact (bagua_allreduce), q8, q4, "

@@ -51,6 +51,14 @@ if [ -n "$compressed" ]; then
   check_compressed_rows 6
   # Interleaved rounds: every algorithm's result is still checked.
   check_compressed_rows 3 --interleave -a bagua,q8,sign
+  # The link drained before each call: results unchanged.
+  check_compressed_rows 3 --interleave --drain 65536 -a bagua,q8,sign
+  out=$("$mpiexec" -np 1 "$compressed" --drain 64k 2>&1) && fail "bagua-bench-compressed accepted --drain 64k"
+  grep -q "\-\-drain takes a byte count" <<<"$out" || fail "no message for --drain 64k:"$'\n'"$out"
+  out=$(BAGUA_BENCH_LINK_BURST=-1 "$mpiexec" -np 1 "$compressed" 2>&1) &&
+    fail "bagua-bench-compressed accepted BAGUA_BENCH_LINK_BURST=-1"
+  grep -q "BAGUA_BENCH_LINK_BURST '-1' is not a byte count" <<<"$out" ||
+    fail "no message for BAGUA_BENCH_LINK_BURST=-1:"$'\n'"$out"
   out=$("$mpiexec" -np 1 "$compressed" -a q9 2>&1) && fail "bagua-bench-compressed accepted -a q9"
   grep -q "unknown algorithm 'q9'" <<<"$out" || fail "no message for -a q9:"$'\n'"$out"
   out=$("$mpiexec" -np 1 "$compressed" -s 1 -i 2>&1) && fail "bagua-bench-compressed accepted -i without a value"
