@@ -114,14 +114,13 @@ for rate in $RATES; do
         "$here/bench/netemu.sh" -m "$bind" -n "$n" -r "$rate" -- "$bench" -s "$mib" -i "$(iterations "$rate")" -w 1 --evict "$(evict_mib "$n")" \
           --interleave -a bagua,q8,q4,fp16,bf16,sign >"$tmp/bench.txt" 2>"$tmp/bench.err" ||
           { cat "$tmp/bench.err" >&2; exit 1; }
-        # measured: algorithm -> ms (column 4 names it, column 5 is microseconds)
-        awk '!/^#/ && NF >= 9 { name = ($4 == "bagua") ? "ring" : $4; print name, $5 / 1000 }' \
-          "$tmp/bench.txt" >>"$tmp/measured.all"
+        # measured: algorithm -> ms (column 4 names it, column 5 is microseconds); link: the
+        # link's time for its bytes (column 9, microseconds; the same every launch)
+        awk -v link="$tmp/link" '!/^#/ && NF >= 9 {
+          name = ($4 == "bagua") ? "ring" : $4; print name, $5 / 1000; print name, $9 / 1000 >link
+        }' "$tmp/bench.txt" >>"$tmp/measured.all"
         awk -F, '$1 == "measured" { print $3, $4 * 1000, $6 }' "$tmp/advise.csv" >>"$tmp/predicted.all"
       done
-      # The link's time for each algorithm's bytes (column 9, microseconds; the same every launch).
-      awk '!/^#/ && NF >= 9 { name = ($4 == "bagua") ? "ring" : $4; print name, $9 / 1000 }' \
-        "$tmp/bench.txt" >"$tmp/link"
       steal=$(steal_percent "$before" "$(cpu_ticks)")
       median_of "$tmp/measured.all" >"$tmp/measured"
       median_of "$tmp/predicted.all" >"$tmp/predicted"

@@ -163,8 +163,7 @@ class Bench {
         send_(count),
         recv_(count),
         evict_(size_t(evict_mib * 1024 * 1024), 1),
-        drain_out_(size_t(drain_bytes)),
-        drain_in_(size_t(drain_bytes)),
+        drain_(size_t(drain_bytes)),
         mpi_(mpi_default),
         ring_(mpi_ring) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
@@ -223,11 +222,9 @@ class Bench {
   // --drain: one ring exchange of the burst's bytes empties the token
   // bucket of every emulated host's way out and way in.
   void drain_link() {
-    if (drain_out_.empty() || n_ == 1) return;
-    const int size = int(drain_out_.size()), right = (rank_ + 1) % n_;
-    const int left = (rank_ + n_ - 1) % n_;
-    MPI_Sendrecv(drain_out_.data(), size, MPI_BYTE, right, 0, drain_in_.data(), size, MPI_BYTE,
-                 left, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (drain_.empty() || n_ == 1) return;
+    MPI_Sendrecv_replace(drain_.data(), int(drain_.size()), MPI_BYTE, (rank_ + 1) % n_, 0,
+                         (rank_ + n_ - 1) % n_, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   }
 
   // One call from a barrier, timed on the slowest rank.
@@ -274,7 +271,7 @@ class Bench {
   size_t count_;
   std::vector<float> send_, recv_;
   std::vector<unsigned char> evict_;
-  std::vector<char> drain_out_, drain_in_;
+  std::vector<char> drain_;
   volatile unsigned sink_ = 0;
   MPI_Comm mpi_, ring_;
   int rank_ = 0, n_ = 1;
