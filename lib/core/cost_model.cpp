@@ -56,7 +56,7 @@ std::string pass_term(const char *what, double bytes, double rate) {
 }
 
 // Transfer and compute combined: the overlapped fraction of the shorter one
-// is hidden behind the longer.
+// is hidden behind the longer (a negative overlap adds it).
 Estimate combine(const CostParams &p, double transfer, double compute, std::string formula) {
   Estimate e;
   e.transfer_s = transfer;
@@ -65,6 +65,8 @@ Estimate combine(const CostParams &p, double transfer, double compute, std::stri
   e.formula = std::move(formula);
   if (p.overlap > 0 && compute > 0)
     e.formula += format("; overlap %.2f of min(transfer, compute) hidden", p.overlap);
+  if (p.overlap < 0 && compute > 0)
+    e.formula += format("; contention %.2f of min(transfer, compute) added", -p.overlap);
   return e;
 }
 

@@ -68,7 +68,9 @@ struct CostParams {
   // step whose compute needs the cores takes at least its compute plus this
   // (at most its whole transfer more). 0: transfers take no CPU.
   double transfer_cpu_message_s = 0;
-  // Fraction of the shorter of compute and transfer hidden behind the other.
+  // Fraction of the shorter of compute and transfer hidden behind the other;
+  // negative (down to -1): the fraction of it they add to each other, where
+  // running at once slows both (ranks sharing cores).
   double overlap = 0;
   double reduce_bytes_per_s = 4e9;        // float32 sum, bytes of one operand
   std::array<CodecRate, kWires> codec{};  // by Wire; exact's entry is unused

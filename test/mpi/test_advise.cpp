@@ -85,8 +85,9 @@ TEST_CASE("advise: bytes per rank are the library's; the recommendation is a lis
     CHECK((percent >= 0 && percent <= 100));
   }
   CHECK(have_steal);
-  // The overlap is a fraction (the library's q8 allreduce against the model).
-  CHECK((m.params.overlap >= 0 && m.params.overlap <= 1));
+  // The overlap is a fraction hidden, or added where compute and transfer
+  // slow each other (the library's q8 allreduce against the model).
+  CHECK((m.params.overlap >= -1 && m.params.overlap <= 1));
   // Every codec the rows use has its three pass rates measured.
   for (const AlgorithmRow &row : algorithm_rows()) {
     if (row.wire == Wire::exact) continue;

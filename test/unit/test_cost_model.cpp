@@ -146,6 +146,15 @@ TEST_CASE("overlap hides its fraction of the shorter of transfer and compute", "
   CHECK(e.seconds == Approx(e.transfer_s + 0.5 * e.compute_s));
 }
 
+TEST_CASE("a negative overlap adds its fraction of the shorter of transfer and compute", "[cost]") {
+  CostParams p = synthetic();
+  p.overlap = -0.5;
+  const Estimate e = predict(p, row("q8"), kCount);
+  REQUIRE(e.compute_s < e.transfer_s);
+  CHECK(e.seconds == Approx(e.transfer_s + 1.5 * e.compute_s));
+  CHECK(e.formula.find("contention 0.50") != std::string::npos);
+}
+
 TEST_CASE("a transfer's CPU adds to compute where compute outlasts the transfer", "[cost]") {
   // Fast links and slow codecs: sign's compute is longer than its transfer.
   CostParams p = synthetic();
