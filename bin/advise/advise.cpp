@@ -619,7 +619,7 @@ size_t overlap_probe_count(const CostParams &serial, const AlgorithmRow &q8, siz
 // of one ring exchange) read no overlap at 10 Gbit where q8 hid about 70% of
 // its compute (doc/benchmarks.md). Negative where the call outlasts the
 // sum: 8 ranks on 2 cores, each waking for every message while the others
-// encode, added 0.5-0.9 of the shorter (doc/benchmarks.md, "Contention");
+// encode, added up to 0.9 of the shorter (doc/benchmarks.md, "Contention");
 // at most its whole time again. The median, not the best call: the best of
 // a probe's rounds caught the one the scheduler ran well, and a training
 // step meets the typical one.
