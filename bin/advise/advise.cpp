@@ -59,6 +59,12 @@ Status parse_count(const char *flag, const char *text, int lo, int hi, int *out)
   return BAGUA_SUCCESS;
 }
 
+// The middle of `v` (the upper one of an even count); v must not be empty.
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 // Rank 0 and `peer` bounce `bytes` back and forth; the others skip. Returns
 // the median one-way time (0 on ranks not taking part).
 double ping_pong(MPI_Comm comm, int peer, size_t bytes, int rounds) {
@@ -80,8 +86,7 @@ double ping_pong(MPI_Comm comm, int peer, size_t bytes, int rounds) {
     }
     if (i > 0) times.push_back((now() - begin) / 2);
   }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return median(times);
 }
 
 // The measurements' messages go through the library's own transport, as
@@ -207,8 +212,7 @@ template <class Body>
 Status median_time(MPI_Comm comm, Body body, double *out) {
   std::vector<double> times;
   BAGUA_TRY(round_times(comm, MPI_COMM_NULL, body, &times));
-  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-  *out = times[times.size() / 2];
+  *out = median(times);
   return BAGUA_SUCCESS;
 }
 
@@ -754,11 +758,6 @@ Status transfer_delay_once(Probe &probe, size_t message, int slices, ComputeSlic
   BAGUA_TRY(timed(kTransferCpuRounds, &with_transfer));
   *out = std::max(0.0, with_transfer - compute);
   return BAGUA_SUCCESS;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 // The CPU a transfer takes from the computation beside it, per message a
