@@ -614,35 +614,38 @@ size_t overlap_probe_count(const CostParams &serial, const AlgorithmRow &q8, siz
   return count;
 }
 
-// Overlap: how much of the shorter of transfer and compute ByteGrad hides
-// behind the other, from the collective itself: the median call of the
-// library's q8 allreduce (run_flat, call check included) at about the
-// model's size (overlap_probe_count) against the model's time for it
-// without overlap from the other measurements. ByteGrad encodes segment k+1
-// while segment k is in flight; a synthetic probe (encodes between the tests
-// of one ring exchange) read no overlap at 10 Gbit where q8 hid about 70% of
-// its compute (doc/benchmarks.md). Negative where the call outlasts the
-// sum: 8 ranks on 2 cores, each waking for every message while the others
-// encode, added up to 0.9 of the shorter (doc/benchmarks.md, "Contention");
-// at most its whole time again. The median, not the best call: the best of
-// a probe's rounds caught the one the scheduler ran well, and a training
-// step meets the typical one.
-Status measure_overlap(Probe &probe, const Options &options, const CostParams &p,
-                       size_t model_bytes, double *out) {
-  const AlgorithmRow *q8 = nullptr;
+// The ByteGrad row of `wire`.
+const AlgorithmRow &bytegrad_row(Wire wire) {
   for (const AlgorithmRow &row : algorithm_rows())
-    if (row.algorithm == Algorithm::bytegrad && row.wire == Wire::q8) q8 = &row;
-  CostParams serial = p;
-  serial.overlap = 0;
+    if (row.algorithm == Algorithm::bytegrad && row.wire == wire) return row;
+  return algorithm_rows().front();
+}
+
+// Whether the model has `row`'s compute outlast its transfer (the call
+// check apart, as CostParams::overlap picks the side).
+bool compute_bound(const CostParams &serial, const AlgorithmRow &row, size_t count) {
   CostParams unchecked = serial;
   unchecked.call_check_step_s = 0;
-  const size_t count = overlap_probe_count(serial, *q8, model_bytes);
+  const Estimate e = predict(unchecked, row, count);
+  return e.compute_s > e.transfer_s;
+}
+
+// What one ByteGrad call hides: the median call of the library's allreduce
+// of `row` on `count` float32 elements (run_flat, call check included)
+// against the model's time for it without overlap (`serial`), as a
+// fraction of the shorter of its transfer and compute, in [-1, 1].
+Status read_overlap(Probe &probe, const Options &options, const CostParams &serial,
+                    const AlgorithmRow &row, size_t count, double *out) {
+  CostParams unchecked = serial;
+  unchecked.call_check_step_s = 0;
   const std::vector<float> src = gradient_like(count);
   std::vector<float> dst(count);
-  Call call = float_call(Wire::q8, count);
+  SignFeedback feedback(probe.comm(), row.wire == Wire::sign ? count : 0);
+  Call call = float_call(row.wire, count);
   call.src = src.data();
   call.dst = dst.data();
   call.comm = probe.comm();
+  call.feedback = &feedback;  // sign's error feedback, as its calls carry it
   Bytes scratch;
   double measured = 0;
   BAGUA_TRY(median_time(
@@ -652,11 +655,75 @@ Status measure_overlap(Probe &probe, const Options &options, const CostParams &p
         return run_flat(ctx, call, Schedule::bytegrad, options);
       },
       &measured));
-  const Estimate e = predict(serial, *q8, count);
+  const Estimate e = predict(serial, row, count);
   // The call check (in e.transfer_s) cannot overlap: it runs before data moves.
-  const double transfer = predict(unchecked, *q8, count).transfer_s;
+  const double transfer = predict(unchecked, row, count).transfer_s;
   const double hidden = (e.seconds - measured) / std::max(std::min(transfer, e.compute_s), 1e-9);
   *out = std::clamp(hidden, -1.0, 1.0);
+  return BAGUA_SUCCESS;
+}
+
+// The compressed row furthest on the other side of compute and transfer
+// from q8 at `count` (the largest compute over transfer where q8 is
+// transfer-bound, the smallest where it is compute-bound); nullptr where
+// every one is on q8's side.
+const AlgorithmRow *other_side_row(const CostParams &serial, size_t count) {
+  const bool q8_compute_bound = compute_bound(serial, bytegrad_row(Wire::q8), count);
+  const AlgorithmRow *furthest = nullptr;
+  double furthest_ratio = 0;
+  for (const AlgorithmRow &row : algorithm_rows()) {
+    if (row.algorithm != Algorithm::bytegrad ||
+        compute_bound(serial, row, count) == q8_compute_bound)
+      continue;
+    const Estimate e = predict(serial, row, count);
+    const double ratio = e.compute_s / std::max(e.transfer_s, 1e-9);
+    const bool further = q8_compute_bound ? ratio < furthest_ratio : ratio > furthest_ratio;
+    if (!furthest || further) furthest = &row, furthest_ratio = ratio;
+  }
+  return furthest;
+}
+
+// `count`, or fewer elements (whole KiB) where `row`'s call without overlap
+// would outlast kMaxOverlapCallSeconds.
+size_t capped_by_call(const CostParams &serial, const AlgorithmRow &row, size_t count) {
+  const double call = predict(serial, row, count).seconds;
+  if (call <= kMaxOverlapCallSeconds) return count;
+  return std::max<size_t>(1024,
+                          size_t(double(count) * kMaxOverlapCallSeconds / call) / 1024 * 1024);
+}
+
+// Overlap, one per side (CostParams::overlap): how much of the shorter of
+// transfer and compute ByteGrad hides behind the other, from the collective
+// itself (read_overlap): q8 at about the model's size (overlap_probe_count)
+// reads its own side; where another compressed wire falls on the other side
+// at that size (sign, compute-bound, where q8 is transfer-bound on a slow
+// link), the furthest one reads that side, which otherwise takes q8's. A
+// step hides differently on each side: at 2 ranks / 1 Gbit, q8 (compute
+// the shorter) hid a positive fraction while sign (the transfer the
+// shorter) ran slower than its serial sum (doc/benchmarks.md, "One overlap
+// per side"). ByteGrad encodes segment k+1 while segment k is in flight; a
+// synthetic probe (encodes between the tests of one ring exchange) read no
+// overlap at 10 Gbit where q8 hid about 70% of its compute
+// (doc/benchmarks.md). Negative where the call outlasts the sum: 8 ranks on
+// 2 cores, each waking for every message while the others encode, added up
+// to 0.9 of the shorter (doc/benchmarks.md, "Contention"); at most its
+// whole time again. The median, not the best call: the best of a probe's
+// rounds caught the one the scheduler ran well, and a training step meets
+// the typical one.
+Status measure_overlap(Probe &probe, const Options &options, size_t model_bytes, CostParams *p) {
+  CostParams serial = *p;
+  serial.overlap_transfer_bound = serial.overlap_compute_bound = 0;
+  const AlgorithmRow &q8 = bytegrad_row(Wire::q8);
+  const size_t count = overlap_probe_count(serial, q8, model_bytes);
+  double q8_side = 0;
+  BAGUA_TRY(read_overlap(probe, options, serial, q8, count, &q8_side));
+  double other_side = q8_side;
+  if (const AlgorithmRow *other = other_side_row(serial, count))
+    BAGUA_TRY(read_overlap(probe, options, serial, *other, capped_by_call(serial, *other, count),
+                           &other_side));
+  const bool q8_compute_bound = compute_bound(serial, q8, count);
+  p->overlap_compute_bound = q8_compute_bound ? q8_side : other_side;
+  p->overlap_transfer_bound = q8_compute_bound ? other_side : q8_side;
   return BAGUA_SUCCESS;
 }
 
@@ -866,7 +933,7 @@ Status measure(MPI_Comm comm, const Args &args, Measurement *out) {
   }
   measure_codecs(comm, host, options, args.model_bytes, &m);
   // Last: the overlap is what the collective hides of the terms above.
-  if (probe) BAGUA_TRY(measure_overlap(*probe, options, p, args.model_bytes, &p.overlap));
+  if (probe) BAGUA_TRY(measure_overlap(*probe, options, args.model_bytes, &p));
   MPI_Comm_free(&host);
   m.notes.push_back("latency: median one-way time of " + std::to_string(kLatencyRounds) +
                     " ping-pongs of 8 bytes from rank 0; bandwidth: 4 MiB (or up to 64 MiB, "
@@ -882,7 +949,9 @@ Status measure(MPI_Comm comm, const Args &args, Measurement *out) {
       "per message; overlap: the median call of the library's q8 allreduce of the "
       "model's size (at least 4 MiB or a 25 ms transfer, at most 64 MiB or a 0.25 s "
       "call) against the model's time for it without overlap (negative: the time "
-      "they add to each other); messages "
+      "they add to each other), for q8's side of compute and transfer; the other "
+      "side from the compressed wire furthest on it at that size, if any, else q8's; "
+      "messages "
       "through bagua's transport (BAGUA_TRANSPORT, BAGUA_MPI_PIECE_BYTES)");
   if (args.ranks_per_node == 0)
     m.notes.push_back("nodes: ranks sharing memory (MPI_COMM_TYPE_SHARED)");
@@ -942,12 +1011,13 @@ void print_params(FILE *out, const CostParams &p) {
   print_link(out, "inter-node", p.inter);
   std::fprintf(out,
                "all-to-all efficiency %.2f, all-to-all round %.1f us, compute/transfer overlap "
-               "%.2f, float32 sum %.0f MB/s\n"
+               "%.2f where the transfer is the longer, %.2f where compute is, float32 sum "
+               "%.0f MB/s\n"
                "call check %.1f us per recursive-doubling step (%d steps), with ring "
                "neighbours %.1f us\n"
                "transfer CPU beside compute %.1f us per message\n",
-               p.alltoall_efficiency, p.alltoall_round_s * 1e6, p.overlap,
-               p.reduce_bytes_per_s / 1e6, p.call_check_step_s * 1e6,
+               p.alltoall_efficiency, p.alltoall_round_s * 1e6, p.overlap_transfer_bound,
+               p.overlap_compute_bound, p.reduce_bytes_per_s / 1e6, p.call_check_step_s * 1e6,
                recursive_doubling_steps(p.ranks), p.peer_check_s * 1e6,
                p.transfer_cpu_message_s * 1e6);
   for (const AlgorithmRow &row : algorithm_rows())

@@ -56,17 +56,20 @@ std::string pass_term(const char *what, double bytes, double rate) {
 }
 
 // Transfer and compute combined: the overlapped fraction of the shorter one
-// is hidden behind the longer (a negative overlap adds it).
+// is hidden behind the longer (a negative overlap adds it), at the overlap
+// of the longer one's side.
 Estimate combine(const CostParams &p, double transfer, double compute, std::string formula) {
   Estimate e;
+  const double overlap = p.overlap(transfer, compute);
   e.transfer_s = transfer;
   e.compute_s = compute;
-  e.seconds = transfer + compute - p.overlap * std::min(transfer, compute);
+  e.seconds = transfer + compute - overlap * std::min(transfer, compute);
   e.formula = std::move(formula);
-  if (p.overlap > 0 && compute > 0)
-    e.formula += format("; overlap %.2f of min(transfer, compute) hidden", p.overlap);
-  if (p.overlap < 0 && compute > 0)
-    e.formula += format("; contention %.2f of min(transfer, compute) added", -p.overlap);
+  const std::string side = compute > transfer ? " (compute-bound)" : " (transfer-bound)";
+  if (overlap > 0 && compute > 0)
+    e.formula += format("; overlap %.2f of min(transfer, compute) hidden", overlap) + side;
+  if (overlap < 0 && compute > 0)
+    e.formula += format("; contention %.2f of min(transfer, compute) added", -overlap) + side;
   return e;
 }
 

@@ -68,10 +68,18 @@ struct CostParams {
   // step whose compute needs the cores takes at least its compute plus this
   // (at most its whole transfer more). 0: transfers take no CPU.
   double transfer_cpu_message_s = 0;
-  // Fraction of the shorter of compute and transfer hidden behind the other;
-  // negative (down to -1): the fraction of it they add to each other, where
-  // running at once slows both (ranks sharing cores).
-  double overlap = 0;
+  // Fraction of the shorter of compute and transfer hidden behind the other,
+  // where the transfer is the longer (overlap_transfer_bound) and where
+  // compute is (overlap_compute_bound); negative (down to -1): the fraction
+  // of it they add to each other, where running at once slows both (ranks
+  // sharing cores). Two sides, because a step hides its compute behind a
+  // long transfer differently from a transfer behind long compute
+  // (doc/benchmarks.md, "One overlap per side").
+  double overlap_transfer_bound = 0;
+  double overlap_compute_bound = 0;
+  double overlap(double transfer, double compute) const {
+    return compute > transfer ? overlap_compute_bound : overlap_transfer_bound;
+  }
   double reduce_bytes_per_s = 4e9;        // float32 sum, bytes of one operand
   std::array<CodecRate, kWires> codec{};  // by Wire; exact's entry is unused
   size_t segment_bytes = 1 << 20;         // BAGUA_SEGMENT_BYTES

@@ -141,14 +141,32 @@ TEST_CASE("peer averaging: one or two whole-buffer messages over the own link", 
 
 TEST_CASE("overlap hides its fraction of the shorter of transfer and compute", "[cost]") {
   CostParams p = synthetic();
-  p.overlap = 0.5;
+  p.overlap_transfer_bound = 0.5;
+  p.overlap_compute_bound = 0.25;
   const Estimate e = predict(p, row("q8"), kCount);
+  REQUIRE(e.compute_s < e.transfer_s);
   CHECK(e.seconds == Approx(e.transfer_s + 0.5 * e.compute_s));
+  CHECK(e.formula.find("overlap 0.50 of min(transfer, compute) hidden (transfer-bound)") !=
+        std::string::npos);
+}
+
+TEST_CASE("where compute is the longer, the compute-bound side's overlap hides the transfer",
+          "[cost]") {
+  // Fast links and slow codecs: sign's compute is longer than its transfer.
+  CostParams p = synthetic();
+  p.inter = {1e-5, 1e9};
+  p.overlap_transfer_bound = 0.5;
+  p.overlap_compute_bound = -0.25;
+  const Estimate e = predict(p, row("sign"), kCount);
+  REQUIRE(e.compute_s > e.transfer_s);
+  CHECK(e.seconds == Approx(e.compute_s + 1.25 * e.transfer_s));
+  CHECK(e.formula.find("contention 0.25 of min(transfer, compute) added (compute-bound)") !=
+        std::string::npos);
 }
 
 TEST_CASE("a negative overlap adds its fraction of the shorter of transfer and compute", "[cost]") {
   CostParams p = synthetic();
-  p.overlap = -0.5;
+  p.overlap_transfer_bound = -0.5;
   const Estimate e = predict(p, row("q8"), kCount);
   REQUIRE(e.compute_s < e.transfer_s);
   CHECK(e.seconds == Approx(e.transfer_s + 1.5 * e.compute_s));
@@ -159,7 +177,7 @@ TEST_CASE("a transfer's CPU adds to compute where compute outlasts the transfer"
   // Fast links and slow codecs: sign's compute is longer than its transfer.
   CostParams p = synthetic();
   p.inter = {1e-5, 1e9};
-  p.overlap = 1;
+  p.overlap_transfer_bound = p.overlap_compute_bound = 1;
   const Estimate hidden = predict(p, row("sign"), kCount);
   REQUIRE(hidden.compute_s > hidden.transfer_s);
   CHECK(hidden.seconds == Approx(hidden.compute_s));  // all of the transfer hidden
