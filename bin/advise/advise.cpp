@@ -621,13 +621,13 @@ const AlgorithmRow &bytegrad_row(Wire wire) {
   return algorithm_rows().front();
 }
 
-// Whether the model has `row`'s compute outlast its transfer (the call
-// check apart, as CostParams::overlap picks the side).
-bool compute_bound(const CostParams &serial, const AlgorithmRow &row, size_t count) {
+// `row`'s balance in the model, compute / (compute + transfer), the call
+// check apart (CostParams::overlap).
+double balance(const CostParams &serial, const AlgorithmRow &row, size_t count) {
   CostParams unchecked = serial;
   unchecked.call_check_step_s = 0;
   const Estimate e = predict(unchecked, row, count);
-  return e.compute_s > e.transfer_s;
+  return balance_of(e.transfer_s, e.compute_s);
 }
 
 // What one ByteGrad call hides: the median call of the library's allreduce
@@ -663,22 +663,18 @@ Status read_overlap(Probe &probe, const Options &options, const CostParams &seri
   return BAGUA_SUCCESS;
 }
 
-// The compressed row furthest on the other side of compute and transfer
-// from q8 at `count` (the largest compute over transfer where q8 is
-// transfer-bound, the smallest where it is compute-bound); nullptr where
-// every one is on q8's side.
+// The compressed row whose balance at `count` is furthest from q8's on
+// the other side of 0.5 (compute the longer where q8's transfer is, or the
+// reverse); nullptr where every one is on q8's side.
 const AlgorithmRow *other_side_row(const CostParams &serial, size_t count) {
-  const bool q8_compute_bound = compute_bound(serial, bytegrad_row(Wire::q8), count);
+  const bool q8_compute_bound = balance(serial, bytegrad_row(Wire::q8), count) > 0.5;
   const AlgorithmRow *furthest = nullptr;
-  double furthest_ratio = 0;
+  double furthest_balance = 0.5;
   for (const AlgorithmRow &row : algorithm_rows()) {
-    if (row.algorithm != Algorithm::bytegrad ||
-        compute_bound(serial, row, count) == q8_compute_bound)
-      continue;
-    const Estimate e = predict(serial, row, count);
-    const double ratio = e.compute_s / std::max(e.transfer_s, 1e-9);
-    const bool further = q8_compute_bound ? ratio < furthest_ratio : ratio > furthest_ratio;
-    if (!furthest || further) furthest = &row, furthest_ratio = ratio;
+    if (row.algorithm != Algorithm::bytegrad) continue;
+    const double b = balance(serial, row, count);
+    if (q8_compute_bound ? b < furthest_balance : b > furthest_balance)
+      furthest = &row, furthest_balance = b;
   }
   return furthest;
 }
@@ -692,38 +688,38 @@ size_t capped_by_call(const CostParams &serial, const AlgorithmRow &row, size_t 
                           size_t(double(count) * kMaxOverlapCallSeconds / call) / 1024 * 1024);
 }
 
-// Overlap, one per side (CostParams::overlap): how much of the shorter of
-// transfer and compute ByteGrad hides behind the other, from the collective
-// itself (read_overlap): q8 at about the model's size (overlap_probe_count)
-// reads its own side; where another compressed wire falls on the other side
-// at that size (sign, compute-bound, where q8 is transfer-bound on a slow
-// link), the furthest one reads that side, which otherwise takes q8's. A
-// step hides differently on each side: at 2 ranks / 1 Gbit, q8 (compute
-// the shorter) hid a positive fraction while sign (the transfer the
-// shorter) ran slower than its serial sum (doc/benchmarks.md, "One overlap
-// per side"). ByteGrad encodes segment k+1 while segment k is in flight; a
-// synthetic probe (encodes between the tests of one ring exchange) read no
-// overlap at 10 Gbit where q8 hid about 70% of its compute
-// (doc/benchmarks.md). Negative where the call outlasts the sum: 8 ranks on
-// 2 cores, each waking for every message while the others encode, added up
-// to 0.9 of the shorter (doc/benchmarks.md, "Contention"); at most its
-// whole time again. The median, not the best call: the best of a probe's
-// rounds caught the one the scheduler ran well, and a training step meets
-// the typical one.
+// Overlap at up to two balances (CostParams::overlap): how much of the
+// shorter of transfer and compute ByteGrad hides behind the other, from
+// the collective itself (read_overlap): q8 at about the model's size
+// (overlap_probe_count), and where another compressed wire falls on the
+// other side of compute and transfer at that size (sign, compute-bound,
+// where q8 is transfer-bound on a slow link), the one furthest on it; with
+// q8 alone, one overlap throughout. A step hides differently at each
+// balance: at 2 ranks / 1 Gbit, q8 (compute the shorter) hid a positive
+// fraction while sign (the transfer the shorter) ran slower than its
+// serial sum (doc/benchmarks.md, "One overlap per side"). ByteGrad encodes
+// segment k+1 while segment k is in flight; a synthetic probe (encodes
+// between the tests of one ring exchange) read no overlap at 10 Gbit where
+// q8 hid about 70% of its compute (doc/benchmarks.md). Negative where the
+// call outlasts the sum: 8 ranks on 2 cores, each waking for every message
+// while the others encode, added up to 0.9 of the shorter
+// (doc/benchmarks.md, "Contention"); at most its whole time again. The
+// median, not the best call: the best of a probe's rounds caught the one
+// the scheduler ran well, and a training step meets the typical one.
 Status measure_overlap(Probe &probe, const Options &options, size_t model_bytes, CostParams *p) {
   CostParams serial = *p;
-  serial.overlap_transfer_bound = serial.overlap_compute_bound = 0;
+  serial.overlap_at = {};
   const AlgorithmRow &q8 = bytegrad_row(Wire::q8);
   const size_t count = overlap_probe_count(serial, q8, model_bytes);
-  double q8_side = 0;
-  BAGUA_TRY(read_overlap(probe, options, serial, q8, count, &q8_side));
-  double other_side = q8_side;
-  if (const AlgorithmRow *other = other_side_row(serial, count))
-    BAGUA_TRY(read_overlap(probe, options, serial, *other, capped_by_call(serial, *other, count),
-                           &other_side));
-  const bool q8_compute_bound = compute_bound(serial, q8, count);
-  p->overlap_compute_bound = q8_compute_bound ? q8_side : other_side;
-  p->overlap_transfer_bound = q8_compute_bound ? other_side : q8_side;
+  OverlapPoint read{balance(serial, q8, count), 0};
+  BAGUA_TRY(read_overlap(probe, options, serial, q8, count, &read.overlap));
+  p->overlap_at = {read, read};
+  if (const AlgorithmRow *other = other_side_row(serial, count)) {
+    const size_t other_count = capped_by_call(serial, *other, count);
+    OverlapPoint &second = p->overlap_at[1];
+    second.balance = balance(serial, *other, other_count);
+    BAGUA_TRY(read_overlap(probe, options, serial, *other, other_count, &second.overlap));
+  }
   return BAGUA_SUCCESS;
 }
 
@@ -949,9 +945,9 @@ Status measure(MPI_Comm comm, const Args &args, Measurement *out) {
       "per message; overlap: the median call of the library's q8 allreduce of the "
       "model's size (at least 4 MiB or a 25 ms transfer, at most 64 MiB or a 0.25 s "
       "call) against the model's time for it without overlap (negative: the time "
-      "they add to each other), for q8's side of compute and transfer; the other "
-      "side from the compressed wire furthest on it at that size, if any, else q8's; "
-      "messages "
+      "they add to each other), at q8's balance compute / (compute + transfer); the "
+      "second at the balance of the compressed wire furthest on the other side of 0.5 "
+      "at that size, if any (else q8's again), interpolated between; messages "
       "through bagua's transport (BAGUA_TRANSPORT, BAGUA_MPI_PIECE_BYTES)");
   if (args.ranks_per_node == 0)
     m.notes.push_back("nodes: ranks sharing memory (MPI_COMM_TYPE_SHARED)");
@@ -1011,13 +1007,13 @@ void print_params(FILE *out, const CostParams &p) {
   print_link(out, "inter-node", p.inter);
   std::fprintf(out,
                "all-to-all efficiency %.2f, all-to-all round %.1f us, compute/transfer overlap "
-               "%.2f where the transfer is the longer, %.2f where compute is, float32 sum "
-               "%.0f MB/s\n"
+               "%.2f at balance %.2f, %.2f at %.2f, float32 sum %.0f MB/s\n"
                "call check %.1f us per recursive-doubling step (%d steps), with ring "
                "neighbours %.1f us\n"
                "transfer CPU beside compute %.1f us per message\n",
-               p.alltoall_efficiency, p.alltoall_round_s * 1e6, p.overlap_transfer_bound,
-               p.overlap_compute_bound, p.reduce_bytes_per_s / 1e6, p.call_check_step_s * 1e6,
+               p.alltoall_efficiency, p.alltoall_round_s * 1e6, p.overlap_at[0].overlap,
+               p.overlap_at[0].balance, p.overlap_at[1].overlap, p.overlap_at[1].balance,
+               p.reduce_bytes_per_s / 1e6, p.call_check_step_s * 1e6,
                recursive_doubling_steps(p.ranks), p.peer_check_s * 1e6,
                p.transfer_cpu_message_s * 1e6);
   for (const AlgorithmRow &row : algorithm_rows())

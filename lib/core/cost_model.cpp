@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include "run.hpp"
 
@@ -11,6 +12,21 @@ double LinkCost::transfer_seconds(double bytes) const {
   if (!slows_down() || bytes <= sustained_after_bytes) return bytes / bytes_per_s;
   return sustained_after_bytes / bytes_per_s +
          (bytes - sustained_after_bytes) / sustained_bytes_per_s;
+}
+
+double balance_of(double transfer, double compute) {
+  return compute > 0 ? compute / (compute + transfer) : 0;
+}
+
+double CostParams::overlap(double transfer, double compute) const {
+  const auto &[low, high] = overlap_at[0].balance <= overlap_at[1].balance
+                                ? std::pair(overlap_at[0], overlap_at[1])
+                                : std::pair(overlap_at[1], overlap_at[0]);
+  const double balance = balance_of(transfer, compute);
+  if (balance <= low.balance) return low.overlap;
+  if (balance >= high.balance) return high.overlap;
+  const double t = (balance - low.balance) / (high.balance - low.balance);
+  return low.overlap + t * (high.overlap - low.overlap);
 }
 
 Call float_call(Wire wire, size_t count) {
@@ -57,7 +73,7 @@ std::string pass_term(const char *what, double bytes, double rate) {
 
 // Transfer and compute combined: the overlapped fraction of the shorter one
 // is hidden behind the longer (a negative overlap adds it), at the overlap
-// of the longer one's side.
+// of the step's balance.
 Estimate combine(const CostParams &p, double transfer, double compute, std::string formula) {
   Estimate e;
   const double overlap = p.overlap(transfer, compute);
@@ -65,11 +81,11 @@ Estimate combine(const CostParams &p, double transfer, double compute, std::stri
   e.compute_s = compute;
   e.seconds = transfer + compute - overlap * std::min(transfer, compute);
   e.formula = std::move(formula);
-  const std::string side = compute > transfer ? " (compute-bound)" : " (transfer-bound)";
+  const std::string balance = format(" (balance %.2f)", balance_of(transfer, compute));
   if (overlap > 0 && compute > 0)
-    e.formula += format("; overlap %.2f of min(transfer, compute) hidden", overlap) + side;
+    e.formula += format("; overlap %.2f of min(transfer, compute) hidden", overlap) + balance;
   if (overlap < 0 && compute > 0)
-    e.formula += format("; contention %.2f of min(transfer, compute) added", -overlap) + side;
+    e.formula += format("; contention %.2f of min(transfer, compute) added", -overlap) + balance;
   return e;
 }
 

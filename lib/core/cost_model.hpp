@@ -41,6 +41,13 @@ struct CodecRate {
   double decode_bytes_per_s;      // decode into a float32 buffer
 };
 
+// The overlap of compute and transfer read at one balance of a step,
+// compute / (compute + transfer).
+struct OverlapPoint {
+  double balance = 0.5;
+  double overlap = 0;
+};
+
 // What a prediction needs; bagua-advise measures it, default_cost_params
 // gives the documented defaults.
 struct CostParams {
@@ -68,18 +75,16 @@ struct CostParams {
   // step whose compute needs the cores takes at least its compute plus this
   // (at most its whole transfer more). 0: transfers take no CPU.
   double transfer_cpu_message_s = 0;
-  // Fraction of the shorter of compute and transfer hidden behind the other,
-  // where the transfer is the longer (overlap_transfer_bound) and where
-  // compute is (overlap_compute_bound); negative (down to -1): the fraction
-  // of it they add to each other, where running at once slows both (ranks
-  // sharing cores). Two sides, because a step hides its compute behind a
-  // long transfer differently from a transfer behind long compute
-  // (doc/benchmarks.md, "One overlap per side").
-  double overlap_transfer_bound = 0;
-  double overlap_compute_bound = 0;
-  double overlap(double transfer, double compute) const {
-    return compute > transfer ? overlap_compute_bound : overlap_transfer_bound;
-  }
+  // Fraction of the shorter of compute and transfer hidden behind the other;
+  // negative (down to -1): the fraction of it they add to each other, where
+  // running at once slows both (ranks sharing cores). It depends on a
+  // step's balance, compute / (compute + transfer): a step hides a long
+  // transfer's compute differently from a long compute's transfer
+  // (doc/benchmarks.md, "One overlap per side"). bagua-advise reads it at up
+  // to two balances; a step between them takes the linear interpolation,
+  // beyond them the nearer one's (two equal points: one overlap throughout).
+  std::array<OverlapPoint, 2> overlap_at{};
+  double overlap(double transfer, double compute) const;
   double reduce_bytes_per_s = 4e9;        // float32 sum, bytes of one operand
   std::array<CodecRate, kWires> codec{};  // by Wire; exact's entry is unused
   size_t segment_bytes = 1 << 20;         // BAGUA_SEGMENT_BYTES
@@ -130,6 +135,10 @@ struct Estimate {
 // An averaging allreduce of `count` float32 elements on host memory in
 // `wire`: the call the model (and bagua-advise's codec timings) sizes.
 Call float_call(Wire wire, size_t count);
+
+// A step's balance of compute against transfer: compute / (compute +
+// transfer), 0 without compute.
+double balance_of(double transfer, double compute);
 
 // Bytes of one message of `count` float32 elements in `wire`'s format
 // (BAGUA_CODEC_BLOCK `block`), from the library's own codec.

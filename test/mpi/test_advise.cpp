@@ -87,8 +87,10 @@ TEST_CASE("advise: bytes per rank are the library's; the recommendation is a lis
   CHECK(have_steal);
   // The overlap is a fraction hidden, or added where compute and transfer
   // slow each other (the library's q8 allreduce against the model).
-  CHECK((m.params.overlap_transfer_bound >= -1 && m.params.overlap_transfer_bound <= 1));
-  CHECK((m.params.overlap_compute_bound >= -1 && m.params.overlap_compute_bound <= 1));
+  for (const OverlapPoint &point : m.params.overlap_at) {
+    CHECK((point.overlap >= -1 && point.overlap <= 1));
+    CHECK((point.balance >= 0 && point.balance <= 1));
+  }
   // Every codec the rows use has its three pass rates measured.
   for (const AlgorithmRow &row : algorithm_rows()) {
     if (row.wire == Wire::exact) continue;

@@ -139,34 +139,42 @@ TEST_CASE("peer averaging: one or two whole-buffer messages over the own link", 
   CHECK(low.bytes_per_rank == 2 * size_t(q8_message(kCount)));
 }
 
+// One overlap for every step: both points read `overlap`.
+void set_overlap(CostParams &p, double overlap) {
+  p.overlap_at = {{{0.5, overlap}, {0.5, overlap}}};
+}
+
 TEST_CASE("overlap hides its fraction of the shorter of transfer and compute", "[cost]") {
   CostParams p = synthetic();
-  p.overlap_transfer_bound = 0.5;
-  p.overlap_compute_bound = 0.25;
+  set_overlap(p, 0.5);
   const Estimate e = predict(p, row("q8"), kCount);
   REQUIRE(e.compute_s < e.transfer_s);
   CHECK(e.seconds == Approx(e.transfer_s + 0.5 * e.compute_s));
-  CHECK(e.formula.find("overlap 0.50 of min(transfer, compute) hidden (transfer-bound)") !=
+  CHECK(e.formula.find("overlap 0.50 of min(transfer, compute) hidden (balance") !=
         std::string::npos);
 }
 
-TEST_CASE("where compute is the longer, the compute-bound side's overlap hides the transfer",
+TEST_CASE("the overlap between two balances is interpolated, beyond them the nearer one's",
           "[cost]") {
-  // Fast links and slow codecs: sign's compute is longer than its transfer.
   CostParams p = synthetic();
+  p.overlap_at = {{{0.8, -0.2}, {0.2, 0.6}}};  // either order
+  CHECK(balance_of(3, 1) == Approx(0.25));
+  CHECK(p.overlap(0.9, 0.1) == Approx(0.6));    // balance 0.1, below both
+  CHECK(p.overlap(0.8, 0.2) == Approx(0.6));    // at the lower point
+  CHECK(p.overlap(0.5, 0.5) == Approx(0.2));    // halfway
+  CHECK(p.overlap(0.35, 0.65) == Approx(0.0));  // three quarters of the way
+  CHECK(p.overlap(0.1, 0.9) == Approx(-0.2));   // above both
+  // Fast links and slow codecs: sign's compute is longer than its transfer.
   p.inter = {1e-5, 1e9};
-  p.overlap_transfer_bound = 0.5;
-  p.overlap_compute_bound = -0.25;
   const Estimate e = predict(p, row("sign"), kCount);
   REQUIRE(e.compute_s > e.transfer_s);
-  CHECK(e.seconds == Approx(e.compute_s + 1.25 * e.transfer_s));
-  CHECK(e.formula.find("contention 0.25 of min(transfer, compute) added (compute-bound)") !=
-        std::string::npos);
+  const double overlap = p.overlap(e.transfer_s, e.compute_s);
+  CHECK(e.seconds == Approx(e.compute_s + (1 - overlap) * e.transfer_s));
 }
 
 TEST_CASE("a negative overlap adds its fraction of the shorter of transfer and compute", "[cost]") {
   CostParams p = synthetic();
-  p.overlap_transfer_bound = -0.5;
+  set_overlap(p, -0.5);
   const Estimate e = predict(p, row("q8"), kCount);
   REQUIRE(e.compute_s < e.transfer_s);
   CHECK(e.seconds == Approx(e.transfer_s + 1.5 * e.compute_s));
@@ -177,7 +185,7 @@ TEST_CASE("a transfer's CPU adds to compute where compute outlasts the transfer"
   // Fast links and slow codecs: sign's compute is longer than its transfer.
   CostParams p = synthetic();
   p.inter = {1e-5, 1e9};
-  p.overlap_transfer_bound = p.overlap_compute_bound = 1;
+  set_overlap(p, 1);
   const Estimate hidden = predict(p, row("sign"), kCount);
   REQUIRE(hidden.compute_s > hidden.transfer_s);
   CHECK(hidden.seconds == Approx(hidden.compute_s));  // all of the transfer hidden
