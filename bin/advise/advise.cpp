@@ -592,6 +592,23 @@ constexpr double kMinOverlapTransferSeconds = 0.025;
 // makes: a larger model is probed at the size whose call lasts this long.
 constexpr double kMaxOverlapCallSeconds = 0.25;
 
+// `p` without the call check (which runs before data moves, so nothing
+// overlaps it).
+CostParams without_call_check(const CostParams &p) {
+  CostParams unchecked = p;
+  unchecked.call_check_step_s = 0;
+  return unchecked;
+}
+
+// `count`, or fewer elements (whole KiB, at least 1 KiB) where `row`'s call
+// under `p` would outlast kMaxOverlapCallSeconds.
+size_t capped_by_call(const CostParams &p, const AlgorithmRow &row, size_t count) {
+  const double call = predict(p, row, count).seconds;
+  if (call <= kMaxOverlapCallSeconds) return count;
+  return std::max<size_t>(1024,
+                          size_t(double(count) * kMaxOverlapCallSeconds / call) / 1024 * 1024);
+}
+
 // The float32 elements the overlap probe's q8 call reduces: the model's, at
 // least 4 MiB or what makes the transfer last kMinOverlapTransferSeconds, at
 // most 64 MiB or what makes the call last kMaxOverlapCallSeconds. How much
@@ -599,19 +616,15 @@ constexpr double kMaxOverlapCallSeconds = 0.25;
 // the shorter of transfer and compute on 8 MiB, 0.11 on 16 MiB
 // (doc/benchmarks.md, "Long transfers and the overlap at the model's size").
 size_t overlap_probe_count(const CostParams &serial, const AlgorithmRow &q8, size_t model_bytes) {
-  const auto whole_kib = [](double elements) { return size_t(elements) / 1024 * 1024; };
-  CostParams unchecked = serial;
-  unchecked.call_check_step_s = 0;
+  const CostParams unchecked = without_call_check(serial);
   size_t least = kProbeBytes / 4;
   const double transfer_at_4mib = predict(unchecked, q8, least).transfer_s;
   if (transfer_at_4mib < kMinOverlapTransferSeconds)
-    least = std::min(kMaxProbeBytes / 4, whole_kib(double(least) * kMinOverlapTransferSeconds /
-                                                   std::max(transfer_at_4mib, 1e-9)));
-  size_t count = std::clamp(model_bytes / 4, least, kMaxProbeBytes / 4);
-  const double call = predict(unchecked, q8, count).seconds;
-  if (call > kMaxOverlapCallSeconds)
-    count = std::max(least, whole_kib(double(count) * kMaxOverlapCallSeconds / call));
-  return count;
+    least = std::min(kMaxProbeBytes / 4, size_t(double(least) * kMinOverlapTransferSeconds /
+                                                std::max(transfer_at_4mib, 1e-9)) /
+                                             1024 * 1024);
+  const size_t count = std::clamp(model_bytes / 4, least, kMaxProbeBytes / 4);
+  return std::max(least, capped_by_call(unchecked, q8, count));
 }
 
 // The ByteGrad row of `wire`.
@@ -624,9 +637,7 @@ const AlgorithmRow &bytegrad_row(Wire wire) {
 // `row`'s balance in the model, compute / (compute + transfer), the call
 // check apart (CostParams::overlap).
 double balance(const CostParams &serial, const AlgorithmRow &row, size_t count) {
-  CostParams unchecked = serial;
-  unchecked.call_check_step_s = 0;
-  const Estimate e = predict(unchecked, row, count);
+  const Estimate e = predict(without_call_check(serial), row, count);
   return balance_of(e.transfer_s, e.compute_s);
 }
 
@@ -636,8 +647,6 @@ double balance(const CostParams &serial, const AlgorithmRow &row, size_t count) 
 // fraction of the shorter of its transfer and compute, in [-1, 1].
 Status read_overlap(Probe &probe, const Options &options, const CostParams &serial,
                     const AlgorithmRow &row, size_t count, double *out) {
-  CostParams unchecked = serial;
-  unchecked.call_check_step_s = 0;
   const std::vector<float> src = gradient_like(count);
   std::vector<float> dst(count);
   SignFeedback feedback(probe.comm(), row.wire == Wire::sign ? count : 0);
@@ -657,17 +666,17 @@ Status read_overlap(Probe &probe, const Options &options, const CostParams &seri
       &measured));
   const Estimate e = predict(serial, row, count);
   // The call check (in e.transfer_s) cannot overlap: it runs before data moves.
-  const double transfer = predict(unchecked, row, count).transfer_s;
+  const double transfer = predict(without_call_check(serial), row, count).transfer_s;
   const double hidden = (e.seconds - measured) / std::max(std::min(transfer, e.compute_s), 1e-9);
   *out = std::clamp(hidden, -1.0, 1.0);
   return BAGUA_SUCCESS;
 }
 
-// The compressed row whose balance at `count` is furthest from q8's on
-// the other side of 0.5 (compute the longer where q8's transfer is, or the
-// reverse); nullptr where every one is on q8's side.
-const AlgorithmRow *other_side_row(const CostParams &serial, size_t count) {
-  const bool q8_compute_bound = balance(serial, bytegrad_row(Wire::q8), count) > 0.5;
+// The compressed row whose balance at `count` is furthest from q8's
+// (`q8_balance`) on the other side of 0.5 (compute the longer where q8's
+// transfer is, or the reverse); nullptr where every one is on q8's side.
+const AlgorithmRow *other_side_row(const CostParams &serial, size_t count, double q8_balance) {
+  const bool q8_compute_bound = q8_balance > 0.5;
   const AlgorithmRow *furthest = nullptr;
   double furthest_balance = 0.5;
   for (const AlgorithmRow &row : algorithm_rows()) {
@@ -677,15 +686,6 @@ const AlgorithmRow *other_side_row(const CostParams &serial, size_t count) {
       furthest = &row, furthest_balance = b;
   }
   return furthest;
-}
-
-// `count`, or fewer elements (whole KiB) where `row`'s call without overlap
-// would outlast kMaxOverlapCallSeconds.
-size_t capped_by_call(const CostParams &serial, const AlgorithmRow &row, size_t count) {
-  const double call = predict(serial, row, count).seconds;
-  if (call <= kMaxOverlapCallSeconds) return count;
-  return std::max<size_t>(1024,
-                          size_t(double(count) * kMaxOverlapCallSeconds / call) / 1024 * 1024);
 }
 
 // Overlap at up to two balances (CostParams::overlap): how much of the
@@ -714,7 +714,7 @@ Status measure_overlap(Probe &probe, const Options &options, size_t model_bytes,
   OverlapPoint read{balance(serial, q8, count), 0};
   BAGUA_TRY(read_overlap(probe, options, serial, q8, count, &read.overlap));
   p->overlap_at = {read, read};
-  if (const AlgorithmRow *other = other_side_row(serial, count)) {
+  if (const AlgorithmRow *other = other_side_row(serial, count, read.balance)) {
     const size_t other_count = capped_by_call(serial, *other, count);
     OverlapPoint &second = p->overlap_at[1];
     second.balance = balance(serial, *other, other_count);
