@@ -20,8 +20,11 @@ Tag largest_tag(const Transport &t, const Options &o) {
 }
 
 MpiPieces mpi_pieces(const Options &o) {
-  if (o.mpi_piece_bytes == Options::kAutoPieces) return mpi_transport_auto_pieces();
-  return {size_t(o.mpi_piece_bytes), false};
+  MpiPieces pieces = o.mpi_piece_bytes == Options::kAutoPieces
+                         ? mpi_transport_auto_pieces()
+                         : MpiPieces{size_t(o.mpi_piece_bytes), false};
+  pieces.in_flight = size_t(o.mpi_pieces_in_flight);
+  return pieces;
 }
 
 // Collective: every rank learns whether all ranks loaded valid settings, and

@@ -96,6 +96,7 @@ Status options_load(Options *out) {
   o.check_calls = check != 0;
   BAGUA_TRY(int_option("BAGUA_MAX_IN_FLIGHT", 1, 1024, &o.max_in_flight));
   BAGUA_TRY(load_piece_bytes(&o.mpi_piece_bytes));
+  BAGUA_TRY(int_option("BAGUA_MPI_PIECES_IN_FLIGHT", 0, 1 << 20, &o.mpi_pieces_in_flight));
   BAGUA_TRY(load_partial(&o.partial));
   BAGUA_TRY(load_compressed(&o.compressed));
   *out = o;

@@ -52,6 +52,9 @@ struct Options {
   // kAutoPieces: decided by the transport (lib/transport/mpi_transport.hpp).
   static constexpr int64_t kAutoPieces = -1;
   int64_t mpi_piece_bytes = kAutoPieces;
+  // BAGUA_MPI_PIECES_IN_FLIGHT: the most pieces of sends to one peer posted
+  // to MPI at once; 0: all of them.
+  int mpi_pieces_in_flight = 64;
 };
 
 Status options_load(Options *out);

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <span>
 #include <string>
 #include <string_view>
@@ -13,11 +14,6 @@
 
 namespace bagua {
 namespace {
-
-MPI_Request &mpi_handle(Request *req) {
-  static_assert(sizeof(MPI_Request) <= sizeof(req->handle));
-  return *reinterpret_cast<MPI_Request *>(req->handle);
-}
 
 Status mpi_error(int code, const char *what, const Request &req) {
   char text[MPI_MAX_ERROR_STRING];
@@ -66,50 +62,87 @@ void release(Shape &shape) {
 // fails with BAGUA_ERR_MISMATCH as a whole message would. The last piece is
 // received into a bounce buffer of P bytes and copied, so no piece is ever
 // truncated (MPICH aborts on truncation inside MPI_Test; Open MPI's
-// shared-memory path writes past the buffer).
+// shared-memory path writes past the buffer). A receive posts all its
+// pieces at once; sends to one peer keep at most MpiPieces::in_flight
+// pieces posted (PeerSends).
 struct Pieces {
+  Request request;  // the message (buffer, bytes, peer, tag)
   std::vector<MPI_Request> handles;
   size_t next = 0;                  // the first piece not yet known to be complete
+  size_t posted = 0;                // the pieces posted to MPI so far
   std::vector<unsigned char> last;  // receives: the bounce buffer of the last piece
+  // Sends: a piece that failed while another request moved the window, and
+  // its message for bagua_last_error.
+  Status failure = BAGUA_SUCCESS;
+  std::string message;
 };
+
+// The sends to one peer that go as Pieces, in the order they were posted,
+// until all their pieces are complete, and how many of their pieces MPI
+// holds. Open MPI over TCP slows down with the sends it holds (a 64 MiB
+// exchange between 2 emulated 10 Gbit hosts: 640 MB/s with its 1093 pieces
+// posted at once, 870 MB/s with 64; doc/transports.md, "Pieces in flight"),
+// so the others wait here and are posted, in order, as earlier ones
+// complete. Once one waits, any later send to that peer waits behind it, so
+// messages with the same (peer, tag) still leave in the order they were sent.
+struct PeerSends {
+  std::deque<uint32_t> queue;  // indices into MpiTransport::pool_
+  size_t in_flight = 0;
+};
+
+// A request's handle: its MPI_Request, or the index of its Pieces in pool_.
+struct Handle {
+  union {
+    MPI_Request mpi;
+    uint32_t pieces;
+  };
+  bool as_pieces;
+};
+static_assert(sizeof(Handle) <= sizeof(Request::handle));
 
 class MpiTransport final : public Transport {
  public:
-  // Messages to or from peer p of at least piece_bytes go as pieces when
+  // Messages to or from peer p of at least pieces.bytes go as pieces when
   // pieced_peers[p] (empty: every peer).
-  MpiTransport(MPI_Comm comm, int rank, int size, Tag max_tag, size_t piece_bytes,
+  MpiTransport(MPI_Comm comm, int rank, int size, Tag max_tag, MpiPieces pieces,
                std::vector<bool> pieced_peers)
       : Transport(rank, size, max_tag),
         comm_(comm),
-        piece_bytes_(piece_bytes),
-        pieced_peers_(std::move(pieced_peers)) {}
+        piece_bytes_(pieces.bytes),
+        window_(pieces.in_flight > 0 ? pieces.in_flight : SIZE_MAX),
+        pieced_peers_(std::move(pieced_peers)),
+        sends_(size_t(size)) {}
 
   const char *name() const override { return "mpi"; }
 
   Status isend(const void *buf, size_t bytes, int peer, Tag tag, Request *req) override {
     BAGUA_TRY(begin_request(buf, bytes, peer, tag, false, req));
-    if (in_pieces(*req)) return post_pieces(req);
+    if (cut_in_pieces(*req) || has_waiting_pieces(peer)) return post_send_pieces(req);
+    handle(req).as_pieces = false;
     Shape shape = shape_of(bytes);
     const int rc = MPI_Isend(buf, shape.count, shape.type, peer, static_cast<int>(tag), comm_,
-                             &mpi_handle(req));
+                             &handle(req).mpi);
     release(shape);
     return posted(rc, "Isend", req);
   }
 
   Status irecv(void *buf, size_t bytes, int peer, Tag tag, Request *req) override {
     BAGUA_TRY(begin_request(buf, bytes, peer, tag, true, req));
-    if (in_pieces(*req)) return post_pieces(req);
+    if (cut_in_pieces(*req)) return post_recv_pieces(req);
+    handle(req).as_pieces = false;
     Shape shape = shape_of(bytes);
     const int rc = MPI_Irecv(buf, shape.count, shape.type, peer, static_cast<int>(tag), comm_,
-                             &mpi_handle(req));
+                             &handle(req).mpi);
     release(shape);
     return posted(rc, "Irecv", req);
   }
 
   Status test(Request *req, bool *done) override {
-    if (in_pieces(*req)) return test_pieces(req, done);
+    advance_sends();
+    if (handle(req).as_pieces)
+      return req->is_recv ? test_recv_pieces(req, done) : test_send_pieces(req, done);
     *done = false;
-    const Status s = test_one(*req, &mpi_handle(req), req->bytes, done);
+    const Status s = test_one(*req, &handle(req).mpi, req->bytes, done);
     if (s != BAGUA_SUCCESS) note_failed_request();
     if (s != BAGUA_SUCCESS || *done) req->active = false;
     return s;
@@ -119,71 +152,99 @@ class MpiTransport final : public Transport {
     if (!req->active) return;
     req->active = false;
     note_failed_request();
-    bool send_in_flight = false;
-    if (!in_pieces(*req)) {
-      send_in_flight = abandon_one(*req, &mpi_handle(req));
-    } else {
-      Pieces &p = pieces_of(*req);
-      for (; p.next < p.handles.size(); ++p.next)
-        send_in_flight = abandon_one(*req, &p.handles[p.next]) || send_in_flight;
-      release_pieces(*req);
+    if (!handle(req).as_pieces) {
+      // Sends cannot be reliably cancelled; MPI completes them on its own,
+      // reading the message's buffer whenever the peer comes
+      // (lib/base/send_memory.hpp).
+      if (abandon_one(*req, &handle(req).mpi)) note_abandoned_send(*req);
+      return;
     }
-    // Sends cannot be reliably cancelled; MPI completes them on its own,
-    // reading the message's buffer whenever the peer comes
-    // (lib/base/send_memory.hpp).
-    if (send_in_flight) note_abandoned_send(*req);
+    const uint32_t index = handle(req).pieces;
+    if (req->is_recv) {
+      Pieces &p = pool_[index];
+      for (; p.next < p.posted; ++p.next) abandon_one(*req, &p.handles[p.next]);
+    } else if (pool_[index].next < pool_[index].handles.size()) {
+      drop_send(index);
+    }
+    free_.push_back(index);
   }
 
  private:
-  bool in_pieces(const Request &req) const {
+  Handle &handle(Request *req) { return *reinterpret_cast<Handle *>(req->handle); }
+  bool cut_in_pieces(const Request &req) const {
     return piece_bytes_ > 0 && req.bytes >= piece_bytes_ &&
            (pieced_peers_.empty() || pieced_peers_[size_t(req.peer)]);
   }
+  // Pieces of `req`'s message: full ones, then the rest (a message below
+  // piece_bytes_ is one piece of its own size).
+  size_t piece_count(const Request &req) const { return req.bytes / piece_bytes_ + 1; }
   size_t piece_size(const Request &req, size_t i) const {
     return i < req.bytes / piece_bytes_ ? piece_bytes_ : req.bytes % piece_bytes_;
   }
+  unsigned char *piece_at(const Request &req, size_t i) const {
+    return static_cast<unsigned char *>(const_cast<void *>(req.buffer)) + i * piece_bytes_;
+  }
+  bool has_waiting_pieces(int peer) const {
+    const std::deque<uint32_t> &q = sends_[size_t(peer)].queue;
+    return !q.empty() && pool_[q.back()].posted < pool_[q.back()].handles.size();
+  }
 
-  // A pieced request's handle holds the index of its Pieces in pool_.
-  uint32_t &pieces_index(Request *req) { return *reinterpret_cast<uint32_t *>(req->handle); }
-  Pieces &pieces_of(Request &req) { return pool_[pieces_index(&req)]; }
-  void release_pieces(Request &req) { free_.push_back(pieces_index(&req)); }
-
-  Status post_pieces(Request *req) {
+  // A fresh Pieces entry for `req`, its index in the request's handle.
+  uint32_t new_pieces(Request *req) {
     if (free_.empty()) {
       free_.push_back(static_cast<uint32_t>(pool_.size()));
       pool_.emplace_back();
     }
-    pieces_index(req) = free_.back();
+    const uint32_t index = free_.back();
     free_.pop_back();
-    Pieces &p = pieces_of(*req);
-    p.handles.assign(req->bytes / piece_bytes_ + 1, MPI_REQUEST_NULL);
-    p.next = 0;
-    if (req->is_recv) p.last.resize(piece_bytes_);
-    auto *base = static_cast<unsigned char *>(const_cast<void *>(req->buffer));
-    for (size_t i = 0; i < p.handles.size(); ++i) {
-      const bool bounced = req->is_recv && i + 1 == p.handles.size();
-      const int count = static_cast<int>(bounced ? piece_bytes_ : piece_size(*req, i)),
-                tag = static_cast<int>(req->tag);
-      unsigned char *at = bounced ? p.last.data() : base + i * piece_bytes_;
-      const int rc = req->is_recv
-                         ? MPI_Irecv(at, count, MPI_BYTE, req->peer, tag, comm_, &p.handles[i])
-                         : MPI_Isend(at, count, MPI_BYTE, req->peer, tag, comm_, &p.handles[i]);
+    Pieces &p = pool_[index];
+    p.request = *req;
+    p.handles.assign(piece_count(*req), MPI_REQUEST_NULL);
+    p.next = p.posted = 0;
+    p.failure = BAGUA_SUCCESS;
+    handle(req).as_pieces = true;
+    handle(req).pieces = index;
+    return index;
+  }
+
+  Status post_recv_pieces(Request *req) {
+    const uint32_t index = new_pieces(req);
+    Pieces &p = pool_[index];
+    p.last.resize(piece_bytes_);
+    const int tag = static_cast<int>(req->tag);
+    for (; p.posted < p.handles.size(); ++p.posted) {
+      const size_t i = p.posted;
+      const bool bounced = i + 1 == p.handles.size();
+      const int count = static_cast<int>(bounced ? piece_bytes_ : piece_size(*req, i));
+      const int rc = MPI_Irecv(bounced ? p.last.data() : piece_at(*req, i), count, MPI_BYTE,
+                               req->peer, tag, comm_, &p.handles[i]);
       if (rc != MPI_SUCCESS) {
         // Give up the pieces already posted, as after any failed request.
-        p.handles.resize(i);
         req->active = true;
         abandon(req);
-        return mpi_error(rc, req->is_recv ? "Irecv" : "Isend", *req);
+        return mpi_error(rc, "Irecv", *req);
       }
     }
     req->active = true;
     return BAGUA_SUCCESS;
   }
 
+  // Queues the send behind the peer's others and posts what the window allows.
+  Status post_send_pieces(Request *req) {
+    const uint32_t index = new_pieces(req);
+    sends_[size_t(req->peer)].queue.push_back(index);
+    ++queued_sends_;
+    post_waiting(req->peer);
+    req->active = true;
+    if (pool_[index].failure == BAGUA_SUCCESS) return BAGUA_SUCCESS;
+    bool unused = false;
+    return test_send_pieces(req, &unused);
+  }
+
   // Tests the pieces in order; done once the last one is. A failed piece
   // fails the request and gives up the rest.
-  Status test_pieces(Request *req, bool *done) {
-    Pieces &p = pieces_of(*req);
+  Status test_recv_pieces(Request *req, bool *done) {
+    Pieces &p = pool_[handle(req).pieces];
     *done = false;
     for (; p.next < p.handles.size(); ++p.next) {
       bool piece_done = false;
@@ -195,16 +256,108 @@ class MpiTransport final : public Transport {
       }
       if (!piece_done) return BAGUA_SUCCESS;
     }
-    if (req->is_recv) {
-      const size_t full = req->bytes / piece_bytes_;
-      std::memcpy(
-          static_cast<unsigned char *>(const_cast<void *>(req->buffer)) + full * piece_bytes_,
-          p.last.data(), piece_size(*req, full));
-    }
+    const size_t full = req->bytes / piece_bytes_;
+    std::memcpy(piece_at(*req, full), p.last.data(), piece_size(*req, full));
     req->active = false;
-    release_pieces(*req);
+    free_.push_back(handle(req).pieces);
     *done = true;
     return BAGUA_SUCCESS;
+  }
+
+  // advance_sends retires a send's pieces; done once all are.
+  Status test_send_pieces(Request *req, bool *done) {
+    const uint32_t index = handle(req).pieces;
+    Pieces &p = pool_[index];
+    *done = false;
+    if (p.failure == BAGUA_SUCCESS && p.next < p.handles.size()) return BAGUA_SUCCESS;
+    req->active = false;
+    free_.push_back(index);
+    if (p.failure != BAGUA_SUCCESS) return fail(p.failure, "%s", p.message.c_str());
+    *done = true;
+    return BAGUA_SUCCESS;
+  }
+
+  // Every test moves every peer's window, so a send waiting for one is
+  // posted while its sender waits on something else (a ring step waits on
+  // its receive, which the peer's waiting sends feed).
+  void advance_sends() {
+    if (queued_sends_ == 0) return;
+    for (size_t peer = 0; peer < sends_.size(); ++peer)
+      if (!sends_[peer].queue.empty()) advance_peer(int(peer));
+  }
+
+  // Retires the complete pieces of the peer's oldest sends (pieces on one
+  // connection complete in order), dequeues the sends that are done, then
+  // posts waiting pieces while the window has room.
+  void advance_peer(int peer) {
+    PeerSends &s = sends_[size_t(peer)];
+    while (!s.queue.empty()) {
+      const uint32_t index = s.queue.front();
+      Pieces &p = pool_[index];
+      int flag = 1;
+      while (flag && p.next < p.posted) {
+        const int rc = MPI_Test(&p.handles[p.next], &flag, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) {
+          fail_send(index, rc, "Test");
+          break;
+        }
+        if (flag) ++p.next, --s.in_flight;
+      }
+      if (p.failure != BAGUA_SUCCESS) continue;  // fail_send dequeued it
+      if (p.next < p.handles.size()) break;
+      s.queue.pop_front();
+      --queued_sends_;
+    }
+    post_waiting(peer);
+  }
+
+  // Posts the peer's waiting pieces, oldest send first, up to the window.
+  void post_waiting(int peer) {
+    PeerSends &s = sends_[size_t(peer)];
+    size_t i = 0;
+    while (i < s.queue.size() && s.in_flight < window_) {
+      const uint32_t index = s.queue[i];
+      Pieces &p = pool_[index];
+      if (p.posted == p.handles.size()) {
+        ++i;
+        continue;
+      }
+      const Request &r = p.request;
+      const int rc =
+          MPI_Isend(piece_at(r, p.posted), static_cast<int>(piece_size(r, p.posted)), MPI_BYTE,
+                    peer, static_cast<int>(r.tag), comm_, &p.handles[p.posted]);
+      if (rc != MPI_SUCCESS) {
+        fail_send(index, rc, "Isend");  // dequeues it: the next one takes index i
+        continue;
+      }
+      ++p.posted;
+      ++s.in_flight;
+    }
+  }
+
+  // Fails a queued send (reported when its request is tested) and drops it.
+  void fail_send(uint32_t index, int rc, const char *what) {
+    Pieces &p = pool_[index];
+    p.failure = mpi_error(rc, what, p.request);
+    p.message = last_error_message();
+    drop_send(index);
+  }
+
+  // Takes a send off its peer's queue: its pieces MPI holds are released
+  // (they still read the buffer: lib/base/send_memory.hpp), the waiting
+  // ones never leave.
+  void drop_send(uint32_t index) {
+    Pieces &p = pool_[index];
+    PeerSends &s = sends_[size_t(p.request.peer)];
+    bool in_flight = false;
+    for (size_t i = p.next; i < p.posted; ++i)
+      in_flight = abandon_one(p.request, &p.handles[i]) || in_flight;
+    s.in_flight -= p.posted - p.next;
+    p.next = p.posted = p.handles.size();
+    s.queue.erase(std::find(s.queue.begin(), s.queue.end(), index));
+    --queued_sends_;
+    note_failed_request();
+    if (in_flight) note_abandoned_send(p.request);
   }
 
   // Tests one MPI request of `expected` bytes belonging to `req`.
@@ -254,9 +407,12 @@ class MpiTransport final : public Transport {
 
   MPI_Comm comm_;
   const size_t piece_bytes_;
+  const size_t window_;  // most pieces of sends to one peer posted at once
   const std::vector<bool> pieced_peers_;
   std::vector<Pieces> pool_;
   std::vector<uint32_t> free_;
+  std::vector<PeerSends> sends_;  // by peer
+  size_t queued_sends_ = 0;       // entries of all the queues
 };
 
 // Open MPI's MCA variables are MPI_T control variables (MPI_T must be
@@ -381,7 +537,7 @@ Status mpi_transport_create(MPI_Comm comm, MpiPieces pieces, int64_t timeout_ms,
   std::vector<bool> pieced_peers;
   if (pieces.bytes > 0 && pieces.remote_only)
     BAGUA_TRY(peers_on_other_hosts(comm, timeout_ms, &pieced_peers));
-  *out = std::make_unique<MpiTransport>(comm, rank, size, static_cast<Tag>(*tag_ub), pieces.bytes,
+  *out = std::make_unique<MpiTransport>(comm, rank, size, static_cast<Tag>(*tag_ub), pieces,
                                         std::move(pieced_peers));
   return BAGUA_SUCCESS;
 }

@@ -13,6 +13,9 @@ constexpr Tag kMinTagUb = 32767;
 struct MpiPieces {
   size_t bytes = 0;          // a message of at least this many bytes goes as pieces; 0: never
   bool remote_only = false;  // only to peers Open MPI reaches over TCP (auto)
+  // The most pieces of sends to one peer posted to MPI at once; the others
+  // wait in order and are posted as earlier ones complete. 0: no limit.
+  size_t in_flight = 0;
 };
 
 // Point-to-point over MPI on `comm`, which the caller has duplicated so user

@@ -173,8 +173,8 @@ TEST_CASE("a bad environment value is a clear error", "[errors]") {
 }
 
 TEST_CASE(
-    "bad BAGUA_TAG_UB, BAGUA_CHECK_CALLS, BAGUA_MAX_IN_FLIGHT and BAGUA_MPI_PIECE_BYTES values "
-    "are clear errors",
+    "bad BAGUA_TAG_UB, BAGUA_CHECK_CALLS, BAGUA_MAX_IN_FLIGHT, BAGUA_MPI_PIECE_BYTES and "
+    "BAGUA_MPI_PIECES_IN_FLIGHT values are clear errors",
     "[errors]") {
   for (auto [name, value] : {std::pair{"BAGUA_TAG_UB", "100"},
                              {"BAGUA_CHECK_CALLS", "2"},
@@ -182,7 +182,9 @@ TEST_CASE(
                              {"BAGUA_MAX_IN_FLIGHT", "1025"},
                              {"BAGUA_MPI_PIECE_BYTES", "1023"},
                              {"BAGUA_MPI_PIECE_BYTES", "-1"},
-                             {"BAGUA_MPI_PIECE_BYTES", "big"}}) {
+                             {"BAGUA_MPI_PIECE_BYTES", "big"},
+                             {"BAGUA_MPI_PIECES_IN_FLIGHT", "-1"},
+                             {"BAGUA_MPI_PIECES_IN_FLIGHT", "1048577"}}) {
     setenv(name, value, 1);
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
