@@ -16,13 +16,14 @@
 #       most launches made. Ranks that share cores settle into a schedule
 #       that lasts a launch: at 8 ranks / 1 Gbit / 4 MiB five launches of
 #       the collectives measured q8 at 25.2-36.9 ms (doc/benchmarks.md,
-#       "bagua-advise"), so full runs take 3
+#       "bagua-advise"), so full runs take 5: at 3 the 8-rank / 4 MiB rows
+#       still missed 25% in some runs (run K), at 5 they held (runs L, M)
 #   -c: the collectives' calls start from cold caches, as after a training
 #       step's backward pass (the bench's --evict: the ranks read twice the
 #       last-level cache between them before each call); default: calls
 #       follow each other, their buffers cached as far as they fit
 #   defaults (reduced, a few minutes): -r "1gbit" -n "4" -s "16"
-#   full: -r "100mbit 1gbit 10gbit" -n "2 4 8" -s "1 4 16 64" -l 3
+#   full: -r "100mbit 1gbit 10gbit" -n "2 4 8" -s "1 4 16 64" -l 5 (about 85 min)
 # Needs root (netemu.sh). Run under flock /tmp/bagua-measure.lock.
 set -euo pipefail
 BUILD=build
