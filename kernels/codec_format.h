@@ -34,6 +34,12 @@ BAGUA_HD float canonical_nan() { return bits_float(kCanonicalNanBits); }
 
 BAGUA_HD bool is_finite(float f) { return (float_bits(f) & 0x7f800000u) != 0x7f800000u; }
 
+// Every NaN the codecs compute leaves them as the canonical NaN: x86 passes a
+// NaN operand's sign and payload through arithmetic, NVIDIA GPUs return
+// 0x7fffffff, so only a fixed NaN keeps the CPU and CUDA outputs (and the
+// cast wire) bit-identical.
+BAGUA_HD float canonical(float x) { return x != x ? canonical_nan() : x; }
+
 // Finite overflow saturates: the codecs' arithmetic on finite values never
 // leaves the float range, so only non-finite inputs raise kFlagNonFinite.
 constexpr float kFloatMax = 3.40282347e+38f;
@@ -43,10 +49,10 @@ BAGUA_HD float saturate(float x) {
 }
 
 // a + b, saturated at +-kFloatMax when both are finite; a non-finite operand
-// gives the float sum (Inf stays Inf, NaN stays NaN).
+// gives the float sum (Inf stays Inf, a NaN sum is the canonical NaN).
 BAGUA_HD float saturating_add(float a, float b) {
   const float s = a + b;
-  return is_finite(a) && is_finite(b) ? saturate(s) : s;
+  return is_finite(a) && is_finite(b) ? saturate(s) : canonical(s);
 }
 
 BAGUA_HD bool block_elems_valid(uint32_t b) {
@@ -203,8 +209,9 @@ BAGUA_HD SignBlockHeader sign_make_header(double abs_sum, uint32_t elems) {
 
 // ---------------------------------------------------------------------------
 // Cast: a 16-byte header, then one float16 or bfloat16 per element (of
-// x * prescale), padded with zeros to a multiple of 16 bytes.
-// Decode: x' = h * (1 / prescale); decode_accumulate: acc = fma(h, 1/prescale, acc).
+// x * prescale; every NaN as the canonical one), padded with zeros to a
+// multiple of 16 bytes. Decode: x' = h * (1 / prescale); decode_accumulate:
+// acc = fma(h, 1/prescale, acc); a NaN result is the canonical NaN.
 
 enum class CastFormat : uint8_t { fp16 = 1, bf16 = 2 };
 
@@ -236,6 +243,13 @@ BAGUA_HD uint16_t cast_to_wire(CastFormat f, float x) {
 
 BAGUA_HD float cast_from_wire(CastFormat f, uint16_t h) {
   return f == CastFormat::fp16 ? fp16_to_float(h) : bf16_to_float(h);
+}
+
+// The three per-element formulas of the cast codec, for every implementation.
+BAGUA_HD float cast_scaled(float x, float prescale) { return canonical(x * prescale); }
+BAGUA_HD float cast_unscaled(float h, float inv) { return canonical(h * inv); }
+BAGUA_HD float cast_accumulated(float h, float inv, float acc) {
+  return canonical(fmaf(h, inv, acc));
 }
 
 }  // namespace bagua::codec

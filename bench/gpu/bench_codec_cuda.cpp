@@ -12,6 +12,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "codec_cuda.h"
 
@@ -73,6 +74,16 @@ void row(const char *name, size_t traffic, double ms, double copy_gbs, double hb
               gbs / copy_gbs, gbs / hbm_gbs);
 }
 
+// n floats uniform in [-1, 1) from a 32-bit LCG, copied to device memory at p.
+void fill_uniform(void *p, size_t n, uint32_t seed) {
+  std::vector<float> host(n);
+  for (float &x : host) {
+    seed = seed * 1664525u + 1013904223u;
+    x = float(seed >> 8) * 0x1p-23f - 1.0f;
+  }
+  check(cudaMemcpy(p, host.data(), n * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
+}
+
 void expect_ok(codec::CodecStatus s, const char *what) {
   if (s == codec::CodecStatus::ok) return;
   std::fprintf(stderr, "bagua-bench-codec-cuda: %s failed (status %d)\n", what, int(s));
@@ -103,8 +114,9 @@ int main(int argc, char **argv) {
   check(cudaMalloc(&encoded, bytes), "cudaMalloc");  // the largest encoding fits
   check(cudaMalloc(reinterpret_cast<void **>(&acc), bytes), "cudaMalloc");
   check(cudaMalloc(reinterpret_cast<void **>(&status), sizeof(uint32_t)), "cudaMalloc");
-  check(cudaMemset(src, 0x3c, bytes), "cudaMemset");  // finite floats (about 0.0115)
-  check(cudaMemset(acc, 0, bytes), "cudaMemset");
+  // Varied finite inputs (constant blocks would make min-max trivial).
+  fill_uniform(src, count, 1);
+  fill_uniform(acc, count, 2);
 
   // The peer: a device-to-device copy reads and writes every byte once.
   const double copy_ms =

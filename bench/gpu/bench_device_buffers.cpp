@@ -6,11 +6,17 @@
 // bit for bit (the exit status is 1 when a row's is not). q8, fp16 and sign
 // run on the device; exact and decentralized averaging are staged.
 //   mpirun -np N bagua-bench-device [--mib 1,16,64] [--iters 10] [--warmup 2]
+//                                    [--device-ranks D]
+// --device-ranks D: only ranks 0 .. D-1 (default all) pass device buffers in
+// the device column, the others host buffers: with D = 1, ranks sharing one
+// GPU measure the device path of one rank without the others' GPU work
+// (several processes on one GPU take turns on it).
 // Built on CUDA (exits 77 without a GPU; bench/gpu/device-check.sh runs it)
 // and on the emulated test device (test/device/), whose times mean nothing:
 // that build only keeps the benchmark runnable (test bench-device).
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +39,7 @@ namespace {
 struct Settings {
   std::vector<double> mib = {1, 16, 64};
   int iters = 10, warmup = 2;
+  int device_ranks = -1;  // -1: every rank
 };
 
 bool parse(int argc, char **argv, Settings *s) {
@@ -49,6 +56,9 @@ bool parse(int argc, char **argv, Settings *s) {
       s->iters = std::atoi(v.c_str());
     } else if (a == "--warmup") {
       s->warmup = std::atoi(v.c_str());
+    } else if (a == "--device-ranks") {
+      s->device_ranks = std::atoi(v.c_str());
+      if (s->device_ranks < 1) return false;
     } else {
       return false;
     }
@@ -94,7 +104,9 @@ double timed(const std::function<int()> &call, const Settings &s, bool *ok) {
   return slowest;
 }
 
-using Collective = std::function<int(const void *, void *, int)>;
+// A call on (input, output, count); device_column: whether it is the
+// device column's call (a rank outside --device-ranks passes host buffers).
+using Collective = std::function<int(const void *, void *, int, bool device_column)>;
 
 // One row: the call on host buffers, on device buffers, and the copies.
 void row(const char *name, const Collective &call, double mib, const Settings &s, int rank) {
@@ -110,17 +122,23 @@ void row(const char *name, const Collective &call, double mib, const Settings &s
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   bool ok = true;
+  const bool on_device = s.device_ranks < 0 || rank < s.device_ranks;
+  const void *column_in = on_device ? d_in : in.data();
+  void *column_out = on_device ? d_out : device_out.data();
   // Equal inputs for both sides before the first call of each (sign's
   // states start alike: each row makes its own).
-  ok &= call(in.data(), host_out.data(), count) == BAGUA_SUCCESS;
+  ok &= call(in.data(), host_out.data(), count, false) == BAGUA_SUCCESS;
   device->copy(d_in, in.data(), bytes, nullptr);
   device->synchronize(nullptr);
-  ok &= call(d_in, d_out, count) == BAGUA_SUCCESS;
-  device->copy(device_out.data(), d_out, bytes, nullptr);
-  device->synchronize(nullptr);
+  ok &= call(column_in, column_out, count, true) == BAGUA_SUCCESS;
+  if (on_device) {
+    device->copy(device_out.data(), d_out, bytes, nullptr);
+    device->synchronize(nullptr);
+  }
   const bool same = std::memcmp(host_out.data(), device_out.data(), bytes) == 0;
-  const double host_s = timed([&] { return call(in.data(), host_out.data(), count); }, s, &ok);
-  const double device_s = timed([&] { return call(d_in, d_out, count); }, s, &ok);
+  const double host_s =
+      timed([&] { return call(in.data(), host_out.data(), count, false); }, s, &ok);
+  const double device_s = timed([&] { return call(column_in, column_out, count, true); }, s, &ok);
   const double copies_s = timed(
       [&] {
         device->copy(staging, d_in, bytes, nullptr);
@@ -151,7 +169,8 @@ int main(int argc, char **argv) {
   if (!parse(argc, argv, &s)) {
     if (rank == 0)
       std::fprintf(stderr,
-                   "usage: bagua-bench-device [--mib 1,16,64] [--iters N >= 1] [--warmup W]\n");
+                   "usage: bagua-bench-device [--mib 1,16,64] [--iters N >= 1] [--warmup W] "
+                   "[--device-ranks D >= 1]\n");
     MPI_Finalize();
     return 2;
   }
@@ -161,9 +180,11 @@ int main(int argc, char **argv) {
     return 77;
   }
   if (rank == 0) {
-    std::printf("# %d ranks, device %s, %d timed calls after %d warm-up; times in ms (the\n", size,
-                device->name(), s.iters, s.warmup);
-    std::printf("# slowest rank's mean); copies = the buffer to the host and back\n");
+    std::printf("# %d ranks (%d of them on device buffers), device %s, %d timed calls after %d\n",
+                size, s.device_ranks < 0 ? size : std::min(s.device_ranks, size), device->name(),
+                s.iters, s.warmup);
+    std::printf("# warm-up; times in ms (the slowest rank's mean); copies = the buffer to the\n");
+    std::printf("# host and back\n");
     std::printf("# %-12s %8s %10s %10s %8s %10s %5s\n", "call", "MiB", "host", "device", "dev/host",
                 "copies", "same");
   }
@@ -171,19 +192,19 @@ int main(int argc, char **argv) {
   for (double mib : s.mib) {
     row(
         "exact",
-        [&](const void *a, void *b, int n) {
+        [&](const void *a, void *b, int n, bool) {
           return bagua_allreduce(a, b, n, MPI_FLOAT, MPI_SUM, w);
         },
         mib, s, rank);
     row(
         "q8",
-        [&](const void *a, void *b, int n) {
+        [&](const void *a, void *b, int n, bool) {
           return bagua_allreduce_q8(a, b, n, MPI_FLOAT, MPI_SUM, w);
         },
         mib, s, rank);
     row(
         "fp16",
-        [&](const void *a, void *b, int n) {
+        [&](const void *a, void *b, int n, bool) {
           return bagua_allreduce_fp16(a, b, n, MPI_FLOAT, BAGUA_AVG, w);
         },
         mib, s, rank);
@@ -194,17 +215,16 @@ int main(int argc, char **argv) {
     bagua_sign_state_create(count, w, &device_state);
     row(
         "sign",
-        [&](const void *a, void *b, int n) {
-          const bool on_device = device->is_device_pointer(b);
+        [&](const void *a, void *b, int n, bool device_column) {
           return bagua_allreduce_sign(a, b, n, MPI_FLOAT, BAGUA_AVG, w,
-                                      on_device ? device_state : host_state);
+                                      device_column ? device_state : host_state);
         },
         mib, s, rank);
     bagua_sign_state_destroy(&host_state);
     bagua_sign_state_destroy(&device_state);
     row(
         "decentral_ring",
-        [&](const void *a, void *b, int n) {
+        [&](const void *a, void *b, int n, bool) {
           return bagua_decentralized_average(a, b, n, MPI_FLOAT, BAGUA_PEER_RING, 0, 1, w);
         },
         mib, s, rank);

@@ -12,7 +12,7 @@ namespace {
 template <class E, class W>
 void encode_scalar(E e, W w, const typename E::T *x, size_t begin, size_t n, float prescale,
                    uint16_t *h) {
-  for (size_t i = begin; i < n; ++i) store(w, h, i, load(e, x, i) * prescale);
+  for (size_t i = begin; i < n; ++i) store(w, h, i, cast_scaled(load(e, x, i), prescale));
 }
 
 template <class E, class W>
@@ -20,26 +20,26 @@ BAGUA_AVX2 void encode_avx2(E e, W w, const typename E::T *x, size_t n, float pr
                             uint16_t *h) {
   const __m256 vs = _mm256_set1_ps(prescale);
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) store8(w, h + i, _mm256_mul_ps(load8(e, x + i), vs));
+  for (; i + 8 <= n; i += 8) store8(w, h + i, canonical8(_mm256_mul_ps(load8(e, x + i), vs)));
   encode_scalar(e, w, x, i, n, prescale, h);
 }
 
 template <class E>
 void put_scaled(const StoreSink<E> &s, size_t i, float h, float inv) {
-  s.put(i, h * inv);
+  s.put(i, cast_unscaled(h, inv));
 }
 
 void put_scaled(const AccumulateSink &s, size_t i, float h, float inv) {
-  s.acc[i] = fmaf(h, inv, s.acc[i]);
+  s.acc[i] = cast_accumulated(h, inv, s.acc[i]);
 }
 
 template <class E>
 BAGUA_AVX2 void put8_scaled(const StoreSink<E> &s, size_t i, __m256 h, __m256 inv) {
-  s.put8(i, _mm256_mul_ps(h, inv));
+  s.put8(i, canonical8(_mm256_mul_ps(h, inv)));
 }
 
 BAGUA_AVX2 void put8_scaled(const AccumulateSink &s, size_t i, __m256 h, __m256 inv) {
-  _mm256_storeu_ps(s.acc + i, _mm256_fmadd_ps(h, inv, _mm256_loadu_ps(s.acc + i)));
+  _mm256_storeu_ps(s.acc + i, canonical8(_mm256_fmadd_ps(h, inv, _mm256_loadu_ps(s.acc + i))));
 }
 
 template <class W, class Sink>

@@ -93,6 +93,12 @@ constexpr bool line_start(size_t i) {
   return (i * sizeof(T)) % kCacheLine == 0;
 }
 
+// canonical() of codec_format.h, eight lanes.
+BAGUA_AVX2 inline __m256 canonical8(__m256 v) {
+  const __m256 nan = _mm256_castsi256_ps(_mm256_set1_epi32(int(kCanonicalNanBits)));
+  return _mm256_blendv_ps(v, nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+}
+
 // saturate() of codec_format.h, eight lanes (NaN passes through: min/max
 // return their second operand when one is NaN).
 BAGUA_AVX2 inline __m256 saturate8(__m256 v) {
@@ -103,11 +109,12 @@ BAGUA_AVX2 inline __m256 saturate8(__m256 v) {
 // saturating_add() of codec_format.h, eight lanes: the sum is clamped to
 // [min(a, b, -kFloatMax), max(a, b, kFloatMax)], so an infinite operand
 // keeps its own sign's Inf and a finite overflow saturates; a NaN sum passes
-// through (min/max return their second operand when one is NaN).
+// the clamp (min/max return their second operand when one is NaN) and
+// becomes the canonical NaN.
 BAGUA_AVX2 inline __m256 saturating_add8(__m256 a, __m256 b) {
   const __m256 hi = _mm256_max_ps(_mm256_max_ps(a, b), _mm256_set1_ps(kFloatMax));
   const __m256 lo = _mm256_min_ps(_mm256_min_ps(a, b), _mm256_set1_ps(-kFloatMax));
-  return _mm256_max_ps(lo, _mm256_min_ps(hi, _mm256_add_ps(a, b)));
+  return canonical8(_mm256_max_ps(lo, _mm256_min_ps(hi, _mm256_add_ps(a, b))));
 }
 
 // Below this magnitude a value cannot make its float sum with any finite
@@ -120,7 +127,7 @@ constexpr float kNoOverflowBelow = 0x1p102f;
 BAGUA_AVX2 inline __m256 saturating_accumulate8(__m256 a, __m256 v) {
   const __m256 hi = _mm256_max_ps(a, _mm256_set1_ps(kFloatMax));
   const __m256 lo = _mm256_min_ps(a, _mm256_set1_ps(-kFloatMax));
-  return _mm256_max_ps(lo, _mm256_min_ps(hi, _mm256_add_ps(a, v)));
+  return canonical8(_mm256_max_ps(lo, _mm256_min_ps(hi, _mm256_add_ps(a, v))));
 }
 
 // Decoded values go to the caller's buffer in its dtype.
@@ -149,11 +156,13 @@ struct AccumulateSink {
     for (size_t i = first; i < first + n; ++i) acc[i] = canonical_nan();
   }
   // saturating: the exact saturating sum; otherwise the plain sum, the same
-  // for |v| < kNoOverflowBelow (the caller checks the block).
+  // for |v| < kNoOverflowBelow (the caller checks the block); a NaN sum
+  // (the accumulator held one) is the canonical NaN either way.
   template <bool saturating = false>
   BAGUA_AVX2 void put8(size_t i, __m256 v) const {
     const __m256 a = _mm256_loadu_ps(acc + i);
-    _mm256_storeu_ps(acc + i, saturating ? saturating_accumulate8(a, v) : _mm256_add_ps(a, v));
+    _mm256_storeu_ps(acc + i,
+                     saturating ? saturating_accumulate8(a, v) : canonical8(_mm256_add_ps(a, v)));
   }
   void prefetch(size_t i, size_t count) const {
     if (line_start<float>(i)) prefetch_ahead<true>(acc + i, kCacheLine / sizeof *acc, acc + count);

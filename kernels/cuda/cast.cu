@@ -1,19 +1,40 @@
-// Cast codec on the GPU: element-wise kernels. The decoder checks the single
-// header in every thread, so a corrupt header writes nothing.
+// Cast codec on the GPU: each thread step moves a run of kRun elements, one
+// 16-byte word of the wire. The decoder checks the single header in every
+// thread, so a corrupt header writes nothing.
 #include "common.cuh"
 
 namespace bagua::codec::gpu {
 namespace {
 
+constexpr uint32_t kRun = 8;  // wire elements in 16 bytes
+
+// Elements of the run at i of count.
+__device__ uint32_t cast_run_len(size_t count, size_t i) {
+  return i >= count ? 0 : count - i < kRun ? uint32_t(count - i) : kRun;
+}
+
+union WireWord {
+  uint4 bits;
+  uint16_t h[kRun];
+};
+
 template <class E>
 __global__ void encode_kernel(const typename E::T *x, CastHeader header, uint8_t *out) {
-  auto *h = reinterpret_cast<uint16_t *>(out + sizeof header);
-  const size_t count = header.count, padded = round_up(count, 8);
+  auto *wire = reinterpret_cast<uint4 *>(out + sizeof header);
+  const size_t count = header.count, words = round_up(count, kRun) / kRun;
   const size_t tid = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (tid == 0) *reinterpret_cast<CastHeader *>(out) = header;
   const CastFormat format = CastFormat(header.format);
-  for (size_t i = tid; i < padded; i += size_t(gridDim.x) * blockDim.x) {
-    h[i] = i < count ? cast_to_wire(format, E::load(x, i) * header.prescale) : 0;
+  for (size_t w = tid; w < words; w += size_t(gridDim.x) * blockDim.x) {
+    const uint32_t valid = cast_run_len(count, w * kRun);
+    float v[kRun] = {};
+    E::load_run(x, w * kRun, valid, v);
+    WireWord word;
+#pragma unroll
+    for (uint32_t k = 0; k < kRun; ++k) {
+      word.h[k] = k < valid ? cast_to_wire(format, cast_scaled(v[k], header.prescale)) : 0;
+    }
+    wire[w] = word.bits;
   }
 }
 
@@ -25,11 +46,17 @@ __global__ void decode_kernel(const uint8_t *in, size_t count, Sink sink, uint32
     if (tid == 0) report_corrupt(status);
     return;
   }
-  const auto *h = reinterpret_cast<const uint16_t *>(in + sizeof header);
+  const auto *wire = reinterpret_cast<const uint4 *>(in + sizeof header);
   const CastFormat format = CastFormat(header.format);
   const float inv = 1.0f / header.prescale;
-  for (size_t i = tid; i < count; i += size_t(gridDim.x) * blockDim.x) {
-    sink.put_scaled(i, cast_from_wire(format, h[i]), inv);
+  const size_t words = round_up(count, kRun) / kRun;
+  for (size_t w = tid; w < words; w += size_t(gridDim.x) * blockDim.x) {
+    WireWord word;
+    word.bits = wire[w];
+    float h[kRun];
+#pragma unroll
+    for (uint32_t k = 0; k < kRun; ++k) h[k] = cast_from_wire(format, word.h[k]);
+    sink.put_scaled_run(w * kRun, h, inv, cast_run_len(count, w * kRun));
   }
 }
 
@@ -39,7 +66,7 @@ CodecStatus decode(const void *in, size_t in_bytes, size_t count, const void *ds
   const CodecStatus s =
       check_decode(in, in_bytes, cast_encoded_bytes(count), count, dst, status, stream);
   if (s != CodecStatus::ok) return s;
-  decode_kernel<<<grid_for(count + 1, kThreads), kThreads, 0, stream>>>(
+  decode_kernel<<<grid_for(round_up(count, kRun) / kRun + 1, kThreads), kThreads, 0, stream>>>(
       static_cast<const uint8_t *>(in), count, sink, status);
   return launch_status();
 }
@@ -55,7 +82,7 @@ CodecStatus cast_encode(const void *src, DType t, size_t count, CastFormat forma
   const CastHeader header{kTagCast, uint8_t(format), 0, prescale, count};
   return with_dtype(t, [&](auto e) {
     using E = decltype(e);
-    encode_kernel<E><<<grid_for(round_up(count, 8) + 1, kThreads), kThreads, 0, stream>>>(
+    encode_kernel<E><<<grid_for(round_up(count, kRun) / kRun + 1, kThreads), kThreads, 0, stream>>>(
         static_cast<const typename E::T *>(src), header, static_cast<uint8_t *>(out));
     return launch_status();
   });

@@ -2,10 +2,12 @@
 // codec block. Encoding is one kernel: a fused min/max/non-finite reduction,
 // then quantization of the (now cached) block. Decoding validates all headers
 // in a first kernel so a corrupt buffer leaves the output untouched. A codec
-// supplies a struct C: kTag, kLevels, block_bytes(n) (host and device),
-// encoded_bytes(count, block) (host), payload_byte<E>(p, x, n, j) (byte j of
-// the padded payload of a finite block) and value(payload, i) (the quantized
-// value of element i).
+// supplies a struct C: kTag, kLevels, kElemsPerByte (1 or 2), block_bytes(n)
+// (host and device), encoded_bytes(count, block) (host), pack(q) (a payload
+// byte of the quantized values q[0, kElemsPerByte)) and value(byte, k) (the
+// quantized value k of a payload byte). Threads move the payload 16 bytes at
+// a time (kChunkElems elements), and the elements in runs of 16-byte words
+// where they are aligned (Dev in common.cuh).
 #ifndef BAGUA_KERNELS_CUDA_MINMAX_CUH
 #define BAGUA_KERNELS_CUDA_MINMAX_CUH
 
@@ -34,21 +36,57 @@ __device__ inline void block_minmax(float &mn, float &mx) {
   }
 }
 
+// Elements of a 16-byte payload chunk.
+template <class C>
+constexpr uint32_t kChunkElems = 16 * C::kElemsPerByte;
+
+// Elements of the run of at most `run` that starts at i of a block of n.
+__device__ inline uint32_t run_len(uint32_t n, uint32_t i, uint32_t run) {
+  return i >= n ? 0 : n - i < run ? n - i : run;
+}
+
+// The payload chunk of v[0, valid): quantized and packed, 0 past valid.
+template <class C>
+__device__ uint4 minmax_pack_chunk(const MinMaxParams &p, const float (&v)[kChunkElems<C>],
+                                   uint32_t valid) {
+  union {
+    uint4 bits;
+    uint8_t bytes[16];
+  } chunk;
+#pragma unroll
+  for (uint32_t b = 0; b < 16; ++b) {
+    uint8_t q[C::kElemsPerByte];
+#pragma unroll
+    for (uint32_t k = 0; k < C::kElemsPerByte; ++k) {
+      const uint32_t e = b * C::kElemsPerByte + k;
+      q[k] = e < valid ? minmax_quantize(p, v[e]) : 0;
+    }
+    chunk.bytes[b] = C::pack(q);
+  }
+  return chunk.bits;
+}
+
 template <class C, class E>
 __global__ void minmax_encode_kernel(const typename E::T *src, size_t count, uint32_t block_elems,
                                      uint8_t *out) {
   __shared__ MinMaxBlockHeader header;
+  constexpr uint32_t kWord = E::kPerWord, kChunk = kChunkElems<C>;
   const size_t first = size_t(blockIdx.x) * block_elems;
   const uint32_t n = block_len(count, first, block_elems);
   const typename E::T *x = src + first;
   uint8_t *blk = out + size_t(blockIdx.x) * C::block_bytes(block_elems);
+  // Pass 1: min, max and non-finite over the block, a word of elements a step.
   float mn = INFINITY, mx = -INFINITY;
   int bad = 0;
-  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
-    const float v = E::load(x, i);
-    bad |= !is_finite(v);
-    mn = fminf(mn, v);
-    mx = fmaxf(mx, v);
+  for (uint32_t i = threadIdx.x * kWord; i < n; i += blockDim.x * kWord) {
+    float v[kWord] = {};
+    const uint32_t valid = run_len(n, i, kWord);
+    E::load_run(x, i, valid, v);
+    for (uint32_t k = 0; k < valid; ++k) {
+      bad |= !is_finite(v[k]);
+      mn = fminf(mn, v[k]);
+      mx = fmaxf(mx, v[k]);
+    }
   }
   bad = __syncthreads_or(bad);
   block_minmax(mn, mx);
@@ -57,11 +95,16 @@ __global__ void minmax_encode_kernel(const typename E::T *src, size_t count, uin
     *reinterpret_cast<MinMaxBlockHeader *>(blk) = header;
   }
   __syncthreads();
+  // Pass 2: the padded payload, a 16-byte chunk a step (the block's elements
+  // are in cache from pass 1); a non-finite block's payload is zeros.
   const MinMaxParams p = minmax_params(header.min, header.max, C::kLevels);
-  uint8_t *q = blk + sizeof(MinMaxBlockHeader);
-  const uint32_t padded = uint32_t(C::block_bytes(n) - sizeof(MinMaxBlockHeader));
-  for (uint32_t j = threadIdx.x; j < padded; j += blockDim.x) {
-    q[j] = bad ? 0 : C::template payload_byte<E>(p, x, n, j);
+  auto *q = reinterpret_cast<uint4 *>(blk + sizeof(MinMaxBlockHeader));
+  const uint32_t chunks = uint32_t(C::block_bytes(n) - sizeof(MinMaxBlockHeader)) / 16;
+  for (uint32_t c = threadIdx.x; c < chunks; c += blockDim.x) {
+    const uint32_t i = c * kChunk, valid = run_len(n, i, kChunk);
+    float v[kChunk] = {};
+    E::load_run(x, i, valid, v);
+    q[c] = bad ? make_uint4(0, 0, 0, 0) : minmax_pack_chunk<C>(p, v, valid);
   }
 }
 
@@ -78,23 +121,37 @@ __global__ void minmax_validate_kernel(const uint8_t *in, size_t count, uint32_t
   }
 }
 
+// A 16-byte payload chunk a step: its elements decoded into the sink.
 template <class C, class Sink>
 __global__ void minmax_decode_kernel(const uint8_t *in, size_t count, uint32_t block_elems,
                                      Sink sink, const uint32_t *status) {
   if (*status != 0) return;
+  constexpr uint32_t kChunk = kChunkElems<C>;
   const size_t first = size_t(blockIdx.x) * block_elems;
   const uint32_t n = block_len(count, first, block_elems);
   const uint8_t *blk = in + size_t(blockIdx.x) * C::block_bytes(block_elems);
   const MinMaxBlockHeader h = *reinterpret_cast<const MinMaxBlockHeader *>(blk);
   const MinMaxParams p = minmax_params(h.min, h.max, C::kLevels);
-  const uint8_t *q = blk + sizeof h;
+  const auto *q = reinterpret_cast<const uint4 *>(blk + sizeof h);
   const bool non_finite = h.flags & kFlagNonFinite;
-  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+  for (uint32_t i = threadIdx.x * kChunk; i < n; i += blockDim.x * kChunk) {
+    const uint32_t valid = run_len(n, i, kChunk);
     if (non_finite) {
-      sink.nan(first + i);
-    } else {
-      sink.put(first + i, minmax_dequantize(p, C::value(q, i)));
+      sink.nan_run(first + i, valid);
+      continue;
     }
+    union {
+      uint4 bits;
+      uint8_t bytes[16];
+    } chunk;
+    chunk.bits = q[i / kChunk];
+    float v[kChunk];
+#pragma unroll
+    for (uint32_t e = 0; e < kChunk; ++e) {
+      const uint8_t byte = chunk.bytes[e / C::kElemsPerByte];
+      v[e] = minmax_dequantize(p, C::value(byte, e % C::kElemsPerByte));
+    }
+    sink.put_run(first + i, v, valid);
   }
 }
 

@@ -9,18 +9,13 @@ namespace {
 struct Q4 {
   static constexpr uint8_t kTag = kTagQ4;
   static constexpr float kLevels = kQ4Levels;
+  static constexpr uint32_t kElemsPerByte = 2;
   __host__ __device__ static size_t block_bytes(uint32_t n) { return q4_block_bytes(n); }
   static size_t encoded_bytes(size_t count, uint32_t block) {
     return codec::q4_encoded_bytes(count, block);
   }
-  template <class E>
-  __device__ static uint8_t payload_byte(const MinMaxParams &p, const typename E::T *x, uint32_t n,
-                                         uint32_t j) {
-    const uint32_t i = 2 * j;
-    const uint8_t even = i < n ? minmax_quantize(p, E::load(x, i)) : 0;
-    return q4_pack(even, i + 1 < n ? minmax_quantize(p, E::load(x, i + 1)) : 0);
-  }
-  __device__ static uint8_t value(const uint8_t *q, uint32_t i) { return q4_nibble(q, i); }
+  __device__ static uint8_t pack(const uint8_t (&q)[2]) { return q4_pack(q[0], q[1]); }
+  __device__ static uint8_t value(uint8_t byte, uint32_t k) { return q4_nibble(&byte, k); }
 };
 
 }  // namespace

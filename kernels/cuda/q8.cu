@@ -8,16 +8,13 @@ namespace {
 struct Q8 {
   static constexpr uint8_t kTag = kTagQ8;
   static constexpr float kLevels = kQ8Levels;
+  static constexpr uint32_t kElemsPerByte = 1;
   __host__ __device__ static size_t block_bytes(uint32_t n) { return q8_block_bytes(n); }
   static size_t encoded_bytes(size_t count, uint32_t block) {
     return codec::q8_encoded_bytes(count, block);
   }
-  template <class E>
-  __device__ static uint8_t payload_byte(const MinMaxParams &p, const typename E::T *x, uint32_t n,
-                                         uint32_t j) {
-    return j < n ? minmax_quantize(p, E::load(x, j)) : 0;
-  }
-  __device__ static uint8_t value(const uint8_t *q, uint32_t i) { return q[i]; }
+  __device__ static uint8_t pack(const uint8_t (&q)[1]) { return q[0]; }
+  __device__ static uint8_t value(uint8_t byte, uint32_t) { return byte; }
 };
 
 }  // namespace

@@ -16,6 +16,8 @@ __device__ float fed(const float *g, const float *r, size_t i) {
 
 __device__ double warp_abs_sum(const float *g, const float *r, uint32_t n, unsigned lane) {
   double sum = 0.0;
+  // Unrolled so that several loads are in flight; the additions keep their order.
+#pragma unroll 8
   for (uint32_t i = lane; i < n; i += 32) sum += double(fabsf(fed(g, r, i)));
   for (int off = 16; off > 0; off /= 2) sum += __shfl_down_sync(kFullMask, sum, off);
   return __shfl_sync(kFullMask, sum, 0);
@@ -36,6 +38,7 @@ __global__ void encode_kernel(const float *g, float *residual, size_t count, uin
   auto *words = reinterpret_cast<uint32_t *>(blk + sizeof h);
   const bool encode = !(h.flags & kFlagNonFinite);
   // Word k holds elements 32k .. 32k + 31; lanes past n vote 0 (padding).
+#pragma unroll 4
   for (uint32_t k = 0; k < round_up(n, 64) / 32; ++k) {
     const uint32_t i = k * 32 + lane;
     bool neg = false;
@@ -60,21 +63,29 @@ __global__ void validate_kernel(const uint8_t *in, size_t blocks, uint32_t block
   }
 }
 
+// The elements of one payload byte (a run that never crosses a block).
+constexpr uint32_t kRun = 8;
+
 template <class Sink>
 __global__ void decode_kernel(const uint8_t *in, size_t count, uint32_t block_elems, Sink sink,
                               const uint32_t *status) {
   if (*status != 0) return;
-  const size_t stride = sign_block_bytes(block_elems);
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += size_t(gridDim.x) * blockDim.x) {
+  const size_t stride = sign_block_bytes(block_elems), runs = round_up(count, kRun) / kRun;
+  for (size_t r = size_t(blockIdx.x) * blockDim.x + threadIdx.x; r < runs;
+       r += size_t(gridDim.x) * blockDim.x) {
+    const size_t i = r * kRun;
+    const uint32_t valid = count - i < kRun ? uint32_t(count - i) : kRun;
     const uint8_t *blk = in + i / block_elems * stride;
     const SignBlockHeader h = *reinterpret_cast<const SignBlockHeader *>(blk);
-    const uint32_t j = uint32_t(i % block_elems);
     if (h.flags & kFlagNonFinite) {
-      sink.nan(i);
-    } else {
-      sink.put(i, sign_value(h.scale, (blk[sizeof h + j / 8] >> (j % 8)) & 1));
+      sink.nan_run(i, valid);
+      continue;
     }
+    const uint8_t bits = blk[sizeof h + uint32_t(i % block_elems) / 8];
+    float v[kRun];
+#pragma unroll
+    for (uint32_t k = 0; k < kRun; ++k) v[k] = sign_value(h.scale, (bits >> k) & 1);
+    sink.put_run(i, v, valid);
   }
 }
 
@@ -93,8 +104,8 @@ CodecStatus decode(const void *in, size_t in_bytes, size_t count, uint32_t block
   const auto *bytes = static_cast<const uint8_t *>(in);
   validate_kernel<<<grid_for(blocks, kThreads), kThreads, 0, stream>>>(bytes, blocks, block_elems,
                                                                        status);
-  decode_kernel<<<grid_for(count, kThreads), kThreads, 0, stream>>>(bytes, count, block_elems, sink,
-                                                                    status);
+  decode_kernel<<<grid_for(round_up(count, kRun) / kRun, kThreads), kThreads, 0, stream>>>(
+      bytes, count, block_elems, sink, status);
   return launch_status();
 }
 

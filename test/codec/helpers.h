@@ -94,6 +94,36 @@ inline float saturated_sum(float acc, float v) {
 
 inline bool same_value(float a, float b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
 
+// NaNs that arithmetic would pass through with their sign and payload on
+// x86 (the GPU would return its own): the codecs must write the canonical
+// NaN instead, so that CPU and CUDA outputs agree bit for bit.
+inline std::vector<float> odd_nans(size_t n) {
+  const uint32_t kinds[] = {0xffc00000u, 0x7fc12345u, 0xffe00001u, 0x7fbfffffu};
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t bits = kinds[i % 4];
+    memcpy(&v[i], &bits, sizeof bits);
+  }
+  return v;
+}
+
+// Every other element of `base` replaced by an odd NaN.
+inline std::vector<float> with_odd_nans(std::vector<float> base) {
+  const auto nans = odd_nans(base.size());
+  for (size_t i = 0; i < base.size(); i += 2) base[i] = nans[i];
+  return base;
+}
+
+// The bits of every NaN in v are the canonical NaN's (0x7fc00000).
+inline bool nans_canonical(const std::vector<float> &v) {
+  for (float f : v) {
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    if (std::isnan(f) && bits != 0x7fc00000u) return false;
+  }
+  return true;
+}
+
 inline std::vector<Isa> isas() {
   std::vector<Isa> v{Isa::scalar};
   if (bagua::codec::cpu::isa_supported(Isa::avx2)) v.push_back(Isa::avx2);

@@ -212,6 +212,22 @@ inline void check_accumulate_saturates(const MinMaxCodec &c) {
   }
 }
 
+// An accumulator holding NaNs of any sign and payload comes out with the
+// canonical NaN there (and the sum elsewhere), on every ISA.
+inline void check_accumulate_canonical_nan(const MinMaxCodec &c) {
+  const auto x = normal(1000, 13);
+  const auto acc0 = with_odd_nans(normal(1000, 14));
+  for (Isa isa : isas()) {
+    INFO(cpu::isa_name(isa));
+    const Bytes enc = encode(c, isa, x.data(), DType::f32, x.size(), 256);
+    auto acc = acc0;
+    REQUIRE(c.decode_accumulate(isa, enc.data(), enc.size(), x.size(), 256, acc.data()) ==
+            CodecStatus::ok);
+    for (size_t i = 0; i < x.size(); i += 2) REQUIRE(std::isnan(acc[i]));
+    REQUIRE(nans_canonical(acc));
+  }
+}
+
 inline void check_accumulate_adds_decoded(const MinMaxCodec &c) {
   const auto x = normal(5000, 11);
   const auto acc0 = normal(5000, 12);

@@ -75,6 +75,31 @@ TEST_CASE("cast keeps NaN and Inf", "[cast]") {
   }
 }
 
+TEST_CASE("cast writes every NaN as the canonical one", "[cast]") {
+  const auto f = GENERATE(CastFormat::fp16, CastFormat::bf16);
+  const size_t n = 101;
+  const auto x = with_odd_nans(normal(n, 5));
+  const uint16_t wire_nan = f == CastFormat::fp16 ? 0x7e00 : 0x7fc0;
+  for (Isa isa : isas()) {
+    INFO(cpu::isa_name(isa));
+    Bytes enc = encode(isa, x.data(), DType::f32, n, f, 0.5f);
+    auto *h = reinterpret_cast<uint16_t *>(enc.data() + 16);
+    for (size_t i = 0; i < n; i += 2) REQUIRE(h[i] == wire_nan);
+    // NaNs of any sign and payload on the wire (another encoder's) decode
+    // to the canonical NaN, as do NaNs in the accumulator.
+    const uint16_t odd_wire_nan = f == CastFormat::fp16 ? 0xfc01 : 0xff81;  // -NaN, payload 1
+    for (size_t i = 0; i < n; i += 2) h[i] = uint16_t(odd_wire_nan + i % 64);
+    const auto y = decode(isa, enc, n);
+    for (size_t i = 0; i < n; i += 2) REQUIRE(std::isnan(y[i]));
+    REQUIRE(nans_canonical(y));
+    auto acc = with_odd_nans(normal(n, 6));
+    const Bytes clean = encode(isa, normal(n, 7).data(), DType::f32, n, f, 0.5f);
+    REQUIRE(cpu::cast_decode_accumulate(isa, clean.data(), clean.size(), n, acc.data()) ==
+            CodecStatus::ok);
+    REQUIRE(nans_canonical(acc));
+  }
+}
+
 TEST_CASE("cast decode_accumulate is one fma per element", "[cast]") {
   const auto x = normal(999, 3);
   const auto acc0 = normal(999, 4);

@@ -44,6 +44,10 @@ TEST_CASE("q4 decode_accumulate saturates a finite overflow, keeps Inf and NaN",
   check_accumulate_saturates(kQ4);
 }
 
+TEST_CASE("q4 decode_accumulate writes the canonical NaN", "[q4]") {
+  check_accumulate_canonical_nan(kQ4);
+}
+
 TEST_CASE("q4 decode_accumulate adds exactly the decoded values", "[q4]") {
   check_accumulate_adds_decoded(kQ4);
 }

@@ -44,6 +44,10 @@ TEST_CASE("q8 decode_accumulate saturates a finite overflow, keeps Inf and NaN",
   check_accumulate_saturates(kQ8);
 }
 
+TEST_CASE("q8 decode_accumulate writes the canonical NaN", "[q8]") {
+  check_accumulate_canonical_nan(kQ8);
+}
+
 TEST_CASE("q8 decode_accumulate adds exactly the decoded values", "[q8]") {
   check_accumulate_adds_decoded(kQ8);
 }

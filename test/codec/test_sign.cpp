@@ -140,6 +140,25 @@ TEST_CASE("sign finite overflow saturates instead of raising the NaN flag", "[si
   }
 }
 
+TEST_CASE("sign decode_accumulate writes the canonical NaN", "[sign]") {
+  // Small values take the plain sum, values near FLT_MAX the saturating one.
+  const float scale = GENERATE(1.0f, 0.75f * std::numeric_limits<float>::max());
+  const uint32_t block = 64;
+  const auto g = scaled_copy(normal(3 * block + 7, 8), scale > 1.0f ? 1.0f : scale);
+  std::vector<float> x(g.size());
+  for (size_t i = 0; i < g.size(); ++i) x[i] = g[i] < 0 ? -scale : scale;
+  const auto acc0 = with_odd_nans(normal(g.size(), 9));
+  for (Isa isa : isas()) {
+    INFO(cpu::isa_name(isa) << " scale " << scale);
+    const Bytes enc = encode(isa, x, nullptr, block);
+    auto acc = acc0;
+    REQUIRE(cpu::sign_decode_accumulate(isa, enc.data(), enc.size(), g.size(), block, acc.data()) ==
+            CodecStatus::ok);
+    for (size_t i = 0; i < g.size(); i += 2) REQUIRE(std::isnan(acc[i]));
+    REQUIRE(nans_canonical(acc));
+  }
+}
+
 TEST_CASE("sign decoders reject corrupt headers and wrong lengths", "[sign]") {
   const uint32_t block = 64;
   const auto g = normal(3 * block + 1, 4);
