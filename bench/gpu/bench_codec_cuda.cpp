@@ -143,6 +143,18 @@ int main(int argc, char **argv) {
       time_ms(s.iters,
               [&] { gpu::q8_decode_accumulate(encoded, q8, count, block, acc, status, nullptr); }),
       copy_gbs, s.hbm_gbs);
+  // q4 at its own default block (BAGUA_Q4_BLOCK).
+  const uint32_t q4_block = 256;
+  const size_t q4 = codec::q4_encoded_bytes(count, q4_block);
+  expect_ok(gpu::q4_encode(src, DType::f32, count, q4_block, encoded, nullptr), "q4_encode");
+  row("q4 encode", bytes + q4,
+      time_ms(s.iters, [&] { gpu::q4_encode(src, DType::f32, count, q4_block, encoded, nullptr); }),
+      copy_gbs, s.hbm_gbs);
+  row("q4 decode_accumulate", q4 + 2 * bytes,
+      time_ms(
+          s.iters,
+          [&] { gpu::q4_decode_accumulate(encoded, q4, count, q4_block, acc, status, nullptr); }),
+      copy_gbs, s.hbm_gbs);
   expect_ok(
       gpu::cast_encode(src, DType::f32, count, codec::CastFormat::fp16, 1.0f, encoded, nullptr),
       "cast_encode");

@@ -30,6 +30,8 @@ else
   done
   [ -d build-gpu ] || meson setup build-gpu -Dcuda=enabled -Dbuildtype=release >"$out/setup.txt" 2>&1 ||
     { tail -30 "$out/setup.txt"; exit 1; }
+  # CUDA objects always (pack-runtime.sh says why).
+  find build-gpu -name '*.cu.o' -delete
   ninja -C build-gpu >"$out/build.txt" 2>&1 || { tail -30 "$out/build.txt"; exit 1; }
   bin=build-gpu
 fi
@@ -51,7 +53,6 @@ check() {
   [ $rc -ne 0 ] && [ $rc -ne 77 ] && { verdict="FAIL (exit $rc)"; status=1; }
   printf '%-34s %-14s %4d s\n' "$name" "$verdict" $((SECONDS - t0)) | tee -a "$out/summary.txt"
 }
-check codec-cpu "$bin/test/codec/test-codec"
 check codec-cuda "$bin/test/codec/test-codec-cuda"
 for np in 1 2 3; do
   check "device_buffers_cuda-np$np-mpi" env BAGUA_TRANSPORT=mpi mpirun -np $np "$bin/test/bagua-test-device-buffers-cuda"

@@ -49,7 +49,11 @@ struct Dev {
       }
       return;
     }
-    for (uint32_t k = 0; k < valid; ++k) v[k] = load(p, i + k);
+    // Unrolled with a guard, not bounded by valid: v stays in registers.
+#pragma unroll
+    for (uint32_t k = 0; k < N; ++k) {
+      if (k < valid) v[k] = load(p, i + k);
+    }
   }
 
   // p[i, i + valid) = v[0, valid).
@@ -66,7 +70,10 @@ struct Dev {
       }
       return;
     }
-    for (uint32_t k = 0; k < valid; ++k) store(p, i + k, v[k]);
+#pragma unroll
+    for (uint32_t k = 0; k < N; ++k) {
+      if (k < valid) store(p, i + k, v[k]);
+    }
   }
 };
 using DevF32 = Dev<elem::F32>;
@@ -143,6 +150,11 @@ CodecStatus decode_into(DType t, void *dst, Decode decode) {
 inline unsigned grid_for(size_t items, unsigned per_block) {
   const size_t blocks = (items + per_block - 1) / per_block;
   return unsigned(blocks < kMaxGrid ? blocks : kMaxGrid);
+}
+
+// Thread blocks (of kThreads) for one warp per item.
+inline unsigned grid_for_warps(size_t warps) {
+  return unsigned((warps + kThreads / 32 - 1) / (kThreads / 32));
 }
 
 inline CodecStatus launch_status() {

@@ -1,40 +1,21 @@
-// The min-max codecs (q8, q4) on the GPU, written once: one thread block per
-// codec block. Encoding is one kernel: a fused min/max/non-finite reduction,
-// then quantization of the (now cached) block. Decoding validates all headers
-// in a first kernel so a corrupt buffer leaves the output untouched. A codec
-// supplies a struct C: kTag, kLevels, kElemsPerByte (1 or 2), block_bytes(n)
-// (host and device), encoded_bytes(count, block) (host), pack(q) (a payload
-// byte of the quantized values q[0, kElemsPerByte)) and value(byte, k) (the
-// quantized value k of a payload byte). Threads move the payload 16 bytes at
-// a time (kChunkElems elements), and the elements in runs of 16-byte words
-// where they are aligned (Dev in common.cuh).
+// The min-max codecs (q8, q4) on the GPU, written once. Encoding is one
+// kernel that reads each codec block twice, for min/max/non-finite and then
+// to quantize: a group of lanes per block for small blocks (one lane per
+// 16-byte payload chunk, min and max by shuffles), a warp per block for
+// larger ones (the second read from the L2 cache). Decoding validates all
+// headers in a first kernel so a corrupt buffer leaves the output
+// untouched, then decodes a payload chunk per thread. A codec supplies a
+// struct C: kTag, kLevels, kElemsPerByte (1 or 2), block_bytes(n) (host and
+// device), encoded_bytes(count, block) (host), pack(q) (a payload byte of
+// the quantized values q[0, kElemsPerByte)) and value(byte, k) (the
+// quantized value k of a payload byte). Elements move in runs of 16-byte
+// words where they are aligned (Dev in common.cuh).
 #ifndef BAGUA_KERNELS_CUDA_MINMAX_CUH
 #define BAGUA_KERNELS_CUDA_MINMAX_CUH
 
 #include "common.cuh"
 
 namespace bagua::codec::gpu {
-
-// Reduces min and max over the thread block; thread 0 gets the results.
-__device__ inline void block_minmax(float &mn, float &mx) {
-  __shared__ float wmin[kThreads / 32], wmax[kThreads / 32];
-  for (int off = 16; off > 0; off /= 2) {
-    mn = fminf(mn, __shfl_xor_sync(kFullMask, mn, off));
-    mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, off));
-  }
-  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) {
-    wmin[warp] = mn;
-    wmax[warp] = mx;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (unsigned w = 1; w < blockDim.x / 32; ++w) {
-      mn = fminf(mn, wmin[w]);
-      mx = fmaxf(mx, wmax[w]);
-    }
-  }
-}
 
 // Elements of a 16-byte payload chunk.
 template <class C>
@@ -66,46 +47,99 @@ __device__ uint4 minmax_pack_chunk(const MinMaxParams &p, const float (&v)[kChun
   return chunk.bits;
 }
 
-template <class C, class E>
-__global__ void minmax_encode_kernel(const typename E::T *src, size_t count, uint32_t block_elems,
-                                     uint8_t *out) {
-  __shared__ MinMaxBlockHeader header;
-  constexpr uint32_t kWord = E::kPerWord, kChunk = kChunkElems<C>;
-  const size_t first = size_t(blockIdx.x) * block_elems;
-  const uint32_t n = block_len(count, first, block_elems);
-  const typename E::T *x = src + first;
-  uint8_t *blk = out + size_t(blockIdx.x) * C::block_bytes(block_elems);
-  // Pass 1: min, max and non-finite over the block, a word of elements a step.
-  float mn = INFINITY, mx = -INFINITY;
-  int bad = 0;
-  for (uint32_t i = threadIdx.x * kWord; i < n; i += blockDim.x * kWord) {
-    float v[kWord] = {};
-    const uint32_t valid = run_len(n, i, kWord);
-    E::load_run(x, i, valid, v);
-    for (uint32_t k = 0; k < valid; ++k) {
+// Min, max and non-finite of v[0, valid), folded into the running ones.
+template <uint32_t N>
+__device__ void minmax_fold(const float (&v)[N], uint32_t valid, float &mn, float &mx, int &bad) {
+#pragma unroll
+  for (uint32_t k = 0; k < N; ++k) {
+    if (k < valid) {
       bad |= !is_finite(v[k]);
       mn = fminf(mn, v[k]);
       mx = fmaxf(mx, v[k]);
     }
   }
-  bad = __syncthreads_or(bad);
-  block_minmax(mn, mx);
-  if (threadIdx.x == 0) {
-    header = minmax_make_header(mn, mx, bad, n, C::kTag);
-    *reinterpret_cast<MinMaxBlockHeader *>(blk) = header;
+}
+
+// Larger blocks: a warp per codec block, each lane reading chunks lane,
+// lane + 32, ... twice: for min and max, then (from the cache, mostly) to
+// quantize them.
+template <class C, class E>
+__global__ void minmax_encode_warp_kernel(const typename E::T *src, size_t count,
+                                          uint32_t block_elems, size_t blocks, uint8_t *out) {
+  constexpr uint32_t kChunk = kChunkElems<C>;
+  const unsigned lane = threadIdx.x % 32;
+  const size_t warps = size_t(gridDim.x) * blockDim.x / 32;
+  for (size_t b = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32; b < blocks; b += warps) {
+    const size_t first = b * block_elems;
+    const uint32_t n = block_len(count, first, block_elems);
+    const typename E::T *x = src + first;
+    uint8_t *blk = out + b * C::block_bytes(block_elems);
+    const uint32_t chunks = uint32_t(C::block_bytes(n) - sizeof(MinMaxBlockHeader)) / 16;
+    // Pass 1: min, max and non-finite over the block.
+    float mn = INFINITY, mx = -INFINITY;
+    int bad = 0;
+#pragma unroll 4
+    for (uint32_t c = lane; c < chunks; c += 32) {
+      float v[kChunk] = {};
+      const uint32_t valid = run_len(n, c * kChunk, kChunk);
+      E::load_run(x, c * kChunk, valid, v);
+      minmax_fold(v, valid, mn, mx, bad);
+    }
+    for (int off = 16; off > 0; off /= 2) {
+      mn = fminf(mn, __shfl_xor_sync(kFullMask, mn, off));
+      mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, off));
+      bad |= __shfl_xor_sync(kFullMask, bad, off);
+    }
+    const MinMaxBlockHeader h = minmax_make_header(mn, mx, bad, n, C::kTag);
+    if (lane == 0) *reinterpret_cast<MinMaxBlockHeader *>(blk) = h;
+    // Pass 2: the padded payload; a non-finite block's is zeros.
+    const MinMaxParams p = minmax_params(h.min, h.max, C::kLevels);
+    auto *q = reinterpret_cast<uint4 *>(blk + sizeof h);
+#pragma unroll 4
+    for (uint32_t c = lane; c < chunks; c += 32) {
+      float v[kChunk] = {};
+      const uint32_t valid = run_len(n, c * kChunk, kChunk);
+      E::load_run(x, c * kChunk, valid, v);
+      q[c] = bad ? make_uint4(0, 0, 0, 0) : minmax_pack_chunk<C>(p, v, valid);
+    }
   }
-  __syncthreads();
-  // Pass 2: the padded payload, a 16-byte chunk a step (the block's elements
-  // are in cache from pass 1); a non-finite block's payload is zeros.
-  const MinMaxParams p = minmax_params(header.min, header.max, C::kLevels);
-  auto *q = reinterpret_cast<uint4 *>(blk + sizeof(MinMaxBlockHeader));
-  const uint32_t chunks = uint32_t(C::block_bytes(n) - sizeof(MinMaxBlockHeader)) / 16;
-  for (uint32_t c = threadIdx.x; c < chunks; c += blockDim.x) {
-    const uint32_t i = c * kChunk, valid = run_len(n, i, kChunk);
-    float v[kChunk] = {};
-    E::load_run(x, i, valid, v);
-    q[c] = bad ? make_uint4(0, 0, 0, 0) : minmax_pack_chunk<C>(p, v, valid);
+}
+
+// Blocks of at most 32 payload chunks (q8 up to 512 elements, q4 up to 1024):
+// a group of `group` lanes (the chunks of a whole block, a power of two)
+// encodes one codec block, each lane one chunk, and min and max are reduced
+// by shuffles within the group, so a warp encodes 32 / group blocks at once.
+template <class C, class E>
+__global__ void minmax_encode_grouped_kernel(const typename E::T *src, size_t count,
+                                             uint32_t block_elems, size_t blocks, uint32_t group,
+                                             uint8_t *out) {
+  constexpr uint32_t kChunk = kChunkElems<C>;
+  const size_t thread = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const size_t b = thread / group;
+  const uint32_t lane = uint32_t(thread % group);
+  // Lanes past the last block load nothing but take part in the shuffles.
+  const size_t first = b < blocks ? b * block_elems : 0;
+  const uint32_t n = b < blocks ? block_len(count, first, block_elems) : 0;
+  float v[kChunk] = {};
+  const uint32_t valid = run_len(n, lane * kChunk, kChunk);
+  E::load_run(src + first, lane * kChunk, valid, v);
+  float mn = INFINITY, mx = -INFINITY;
+  int bad = 0;
+  minmax_fold(v, valid, mn, mx, bad);
+  for (uint32_t off = 1; off < group; off *= 2) {
+    mn = fminf(mn, __shfl_xor_sync(kFullMask, mn, off));
+    mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, off));
+    bad |= __shfl_xor_sync(kFullMask, bad, off);
   }
+  if (b >= blocks) return;
+  uint8_t *blk = out + b * C::block_bytes(block_elems);
+  const MinMaxBlockHeader h = minmax_make_header(mn, mx, bad, n, C::kTag);
+  if (lane == 0) *reinterpret_cast<MinMaxBlockHeader *>(blk) = h;
+  const uint32_t chunks = uint32_t(C::block_bytes(n) - sizeof h) / 16;
+  if (lane >= chunks) return;
+  const MinMaxParams p = minmax_params(h.min, h.max, C::kLevels);
+  reinterpret_cast<uint4 *>(blk + sizeof h)[lane] =
+      bad ? make_uint4(0, 0, 0, 0) : minmax_pack_chunk<C>(p, v, valid);
 }
 
 template <class C>
@@ -121,30 +155,32 @@ __global__ void minmax_validate_kernel(const uint8_t *in, size_t count, uint32_t
   }
 }
 
-// A 16-byte payload chunk a step: its elements decoded into the sink.
+// One 16-byte payload chunk per thread step, over the chunks of all blocks
+// (a block's last ones may hold no elements): decoded into the sink.
 template <class C, class Sink>
 __global__ void minmax_decode_kernel(const uint8_t *in, size_t count, uint32_t block_elems,
-                                     Sink sink, const uint32_t *status) {
+                                     size_t blocks, Sink sink, const uint32_t *status) {
   if (*status != 0) return;
   constexpr uint32_t kChunk = kChunkElems<C>;
-  const size_t first = size_t(blockIdx.x) * block_elems;
-  const uint32_t n = block_len(count, first, block_elems);
-  const uint8_t *blk = in + size_t(blockIdx.x) * C::block_bytes(block_elems);
-  const MinMaxBlockHeader h = *reinterpret_cast<const MinMaxBlockHeader *>(blk);
-  const MinMaxParams p = minmax_params(h.min, h.max, C::kLevels);
-  const auto *q = reinterpret_cast<const uint4 *>(blk + sizeof h);
-  const bool non_finite = h.flags & kFlagNonFinite;
-  for (uint32_t i = threadIdx.x * kChunk; i < n; i += blockDim.x * kChunk) {
-    const uint32_t valid = run_len(n, i, kChunk);
-    if (non_finite) {
+  const uint32_t per_block = block_elems / kChunk;
+  for (size_t c = size_t(blockIdx.x) * blockDim.x + threadIdx.x; c < blocks * per_block;
+       c += size_t(gridDim.x) * blockDim.x) {
+    const size_t b = c / per_block, first = b * block_elems;
+    const uint32_t i = uint32_t(c % per_block) * kChunk;
+    const uint32_t valid = run_len(block_len(count, first, block_elems), i, kChunk);
+    if (valid == 0) continue;
+    const uint8_t *blk = in + b * C::block_bytes(block_elems);
+    const MinMaxBlockHeader h = *reinterpret_cast<const MinMaxBlockHeader *>(blk);
+    if (h.flags & kFlagNonFinite) {
       sink.nan_run(first + i, valid);
       continue;
     }
+    const MinMaxParams p = minmax_params(h.min, h.max, C::kLevels);
     union {
       uint4 bits;
       uint8_t bytes[16];
     } chunk;
-    chunk.bits = q[i / kChunk];
+    chunk.bits = reinterpret_cast<const uint4 *>(blk + sizeof h)[i / kChunk];
     float v[kChunk];
 #pragma unroll
     for (uint32_t e = 0; e < kChunk; ++e) {
@@ -159,6 +195,13 @@ inline size_t minmax_block_count(size_t count, uint32_t block_elems) {
   return (count + block_elems - 1) / block_elems;
 }
 
+// Payload chunks of a whole block (a power of two: 16-byte chunks of a
+// power-of-two block of at least 64 elements).
+template <class C>
+uint32_t minmax_chunks(uint32_t block_elems) {
+  return uint32_t((C::block_bytes(block_elems) - sizeof(MinMaxBlockHeader)) / 16);
+}
+
 template <class C>
 CodecStatus minmax_encode(const void *src, DType t, size_t count, uint32_t block_elems, void *out,
                           cudaStream_t stream) {
@@ -170,8 +213,18 @@ CodecStatus minmax_encode(const void *src, DType t, size_t count, uint32_t block
   if (blocks == 0) return CodecStatus::ok;
   return with_dtype(t, [&](auto e) {
     using E = decltype(e);
-    minmax_encode_kernel<C, E><<<unsigned(blocks), kThreads, 0, stream>>>(
-        static_cast<const typename E::T *>(src), count, block_elems, static_cast<uint8_t *>(out));
+    const auto *x = static_cast<const typename E::T *>(src);
+    auto *encoded = static_cast<uint8_t *>(out);
+    const uint32_t chunks = minmax_chunks<C>(block_elems);
+    if (chunks <= 32) {
+      // One thread per chunk: the grid is not capped as grid_for's is.
+      const unsigned grid = unsigned((blocks * chunks + kThreads - 1) / kThreads);
+      minmax_encode_grouped_kernel<C, E>
+          <<<grid, kThreads, 0, stream>>>(x, count, block_elems, blocks, chunks, encoded);
+    } else {
+      minmax_encode_warp_kernel<C, E>
+          <<<grid_for_warps(blocks), kThreads, 0, stream>>>(x, count, block_elems, blocks, encoded);
+    }
     return launch_status();
   });
 }
@@ -188,7 +241,8 @@ CodecStatus minmax_decode(const void *in, size_t in_bytes, size_t count, uint32_
   minmax_validate_kernel<C><<<grid_for(blocks, kThreads), kThreads, 0, stream>>>(
       bytes, count, block_elems, blocks, status);
   minmax_decode_kernel<C>
-      <<<unsigned(blocks), kThreads, 0, stream>>>(bytes, count, block_elems, sink, status);
+      <<<grid_for(blocks * (block_elems / kChunkElems<C>), kThreads), kThreads, 0, stream>>>(
+          bytes, count, block_elems, blocks, sink, status);
   return launch_status();
 }
 

@@ -1,17 +1,22 @@
 // 1-bit sign codec on the GPU. Encoding uses one warp per codec block: lane j
 // sums |v| of elements j, j + 32, ... in double and the warp combines lanes by
 // halving, the order codec_format.h fixes, so the scale matches the CPU bit
-// for bit; ballots then assemble 32 sign bits per store.
+// for bit; ballots then assemble 32 sign bits per word.
 #include "common.cuh"
 
 namespace bagua::codec::gpu {
 namespace {
 
-constexpr unsigned kWarpsPerBlock = kThreads / 32;
-
 // g + residual, saturated like the CPU's (codec_format.h).
 __device__ float fed(const float *g, const float *r, size_t i) {
   return r ? saturating_add(g[i], r[i]) : g[i];
+}
+
+// Lane sums combined by halving, the order codec_format.h fixes; every lane
+// gets the total.
+__device__ double warp_combine(double sum) {
+  for (int off = 16; off > 0; off /= 2) sum += __shfl_down_sync(kFullMask, sum, off);
+  return __shfl_sync(kFullMask, sum, 0);
 }
 
 __device__ double warp_abs_sum(const float *g, const float *r, uint32_t n, unsigned lane) {
@@ -19,36 +24,37 @@ __device__ double warp_abs_sum(const float *g, const float *r, uint32_t n, unsig
   // Unrolled so that several loads are in flight; the additions keep their order.
 #pragma unroll 8
   for (uint32_t i = lane; i < n; i += 32) sum += double(fabsf(fed(g, r, i)));
-  for (int off = 16; off > 0; off /= 2) sum += __shfl_down_sync(kFullMask, sum, off);
-  return __shfl_sync(kFullMask, sum, 0);
+  return warp_combine(sum);
 }
 
+// One warp per codec block, reading its g and residual twice: for the sum,
+// then for the sign bits (from the cache, mostly).
 __global__ void encode_kernel(const float *g, float *residual, size_t count, uint32_t block_elems,
                               size_t blocks, uint8_t *out) {
-  const size_t b = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-  if (b >= blocks) return;  // whole warps leave together
   const unsigned lane = threadIdx.x % 32;
-  const size_t first = b * block_elems;
-  const uint32_t n = block_len(count, first, block_elems);
-  const float *gb = g + first;
-  float *rb = residual ? residual + first : nullptr;
-  const SignBlockHeader h = sign_make_header(warp_abs_sum(gb, rb, n, lane), n);
-  uint8_t *blk = out + b * sign_block_bytes(block_elems);
-  if (lane == 0) *reinterpret_cast<SignBlockHeader *>(blk) = h;
-  auto *words = reinterpret_cast<uint32_t *>(blk + sizeof h);
-  const bool encode = !(h.flags & kFlagNonFinite);
-  // Word k holds elements 32k .. 32k + 31; lanes past n vote 0 (padding).
-#pragma unroll 4
-  for (uint32_t k = 0; k < round_up(n, 64) / 32; ++k) {
-    const uint32_t i = k * 32 + lane;
-    bool neg = false;
-    if (encode && i < n) {
-      const float v = fed(gb, rb, i);
-      neg = sign_bit(v);
-      if (rb) rb[i] = v - sign_value(h.scale, neg);
+  const size_t warps = size_t(gridDim.x) * blockDim.x / 32;
+  for (size_t b = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32; b < blocks; b += warps) {
+    const size_t first = b * block_elems;
+    const uint32_t n = block_len(count, first, block_elems);
+    const float *gb = g + first;
+    float *rb = residual ? residual + first : nullptr;
+    const SignBlockHeader h = sign_make_header(warp_abs_sum(gb, rb, n, lane), n);
+    uint8_t *blk = out + b * sign_block_bytes(block_elems);
+    if (lane == 0) *reinterpret_cast<SignBlockHeader *>(blk) = h;
+    auto *words = reinterpret_cast<uint32_t *>(blk + sizeof h);
+    const bool encode = !(h.flags & kFlagNonFinite);
+    // Word k holds elements 32k .. 32k + 31; lanes past n vote 0 (padding).
+    for (uint32_t k = 0; k < round_up(n, 64) / 32; ++k) {
+      const uint32_t i = k * 32 + lane;
+      bool neg = false;
+      if (encode && i < n) {
+        const float v = fed(gb, rb, i);
+        neg = sign_bit(v);
+        if (rb) rb[i] = v - sign_value(h.scale, neg);
+      }
+      const uint32_t word = __ballot_sync(kFullMask, neg);
+      if (lane == 0) words[k] = word;
     }
-    const uint32_t word = __ballot_sync(kFullMask, neg);
-    if (lane == 0) words[k] = word;
   }
 }
 
@@ -119,7 +125,7 @@ CodecStatus sign_encode_with_feedback(const float *g, float *residual, size_t co
   }
   const size_t blocks = block_count(count, block_elems);
   if (blocks == 0) return CodecStatus::ok;
-  const unsigned grid = unsigned((blocks + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  const unsigned grid = grid_for_warps(blocks);
   encode_kernel<<<grid, kThreads, 0, stream>>>(g, residual, count, block_elems, blocks,
                                                static_cast<uint8_t *>(out));
   return launch_status();

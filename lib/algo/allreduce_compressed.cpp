@@ -91,6 +91,7 @@ class ByteGrad {
       BAGUA_TRY(make_progress(false));
     }
     BAGUA_TRY(make_progress(true));
+    BAGUA_TRY(check_decodes(codec_.finish_decodes()));
     for (int p = 0; p < n_; ++p) {
       BAGUA_TRY(wait_all(t_, scatter_sends_.row(p), ctx_.deadline));
       BAGUA_TRY(wait_all(t_, gather_sends_.row(p), ctx_.deadline));
@@ -222,6 +223,8 @@ class ByteGrad {
       BAGUA_TRY(check_reduce(codec_.divide_accumulator(acc, s.count, float(args_.divisor))));
     BAGUA_TRY(encode(ChunkCodec::Stage::reduced, s.begin - plan_.chunk(r_).begin, acc, DType::f32,
                      s.count, gathered(r_, k)));
+    // The contributions' verdicts, before the reduced segment leaves.
+    BAGUA_TRY(check_decodes(codec_.finish_decodes()));
     for (int i = 1; i < n_; ++i)
       BAGUA_TRY(t_.isend(gathered(r_, k), bytes(s), peer(i), gather_tag(k),
                          &gather_sends_.row(peer(i))[k]));
@@ -248,6 +251,13 @@ class ByteGrad {
   static Status check_reduce(CodecStatus st) {
     if (st == CodecStatus::ok) return BAGUA_SUCCESS;
     return fail(BAGUA_ERR_INTERNAL, "compressed allreduce: reduce step failed (%s)",
+                codec::codec_status_name(st));
+  }
+
+  // The verdict of deferred decodes (ChunkCodec::finish_decodes).
+  static Status check_decodes(CodecStatus st) {
+    if (st == CodecStatus::ok) return BAGUA_SUCCESS;
+    return fail(BAGUA_ERR_CORRUPT_DATA, "compressed allreduce: a segment failed to decode (%s)",
                 codec::codec_status_name(st));
   }
 

@@ -39,10 +39,15 @@ class ChunkCodec {
     return encode(stage, position, src, t, count, out);
   }
   virtual codec::CodecStatus finish_encodes() { return codec::CodecStatus::ok; }
+  // Decodes into dst (type t) or adds into acc. A codec whose decoders
+  // defer their verdict (a device: the headers are checked on it) may return
+  // ok before it is known; finish_decodes() waits for every decode since the
+  // last call and returns the first failure among them.
   virtual codec::CodecStatus decode(const void *in, size_t bytes, size_t count, void *dst,
-                                    DType t) const = 0;
+                                    DType t) = 0;
   virtual codec::CodecStatus decode_accumulate(const void *in, size_t bytes, size_t count,
-                                               float *acc) const = 0;
+                                               float *acc) = 0;
+  virtual codec::CodecStatus finish_decodes() { return codec::CodecStatus::ok; }
 
   // The float32 reduce step, in the memory the codec works on (host here;
   // device for the GPU adapters): a buffer of at least count floats owned by

@@ -32,12 +32,10 @@ class MinMaxCodec final : public ChunkCodec {
   CodecStatus encode(Stage, size_t, const void *src, DType t, size_t count, void *out) override {
     return fns_.encode(src, t, count, block_, out);
   }
-  CodecStatus decode(const void *in, size_t bytes, size_t count, void *dst,
-                     DType t) const override {
+  CodecStatus decode(const void *in, size_t bytes, size_t count, void *dst, DType t) override {
     return fns_.decode(in, bytes, count, block_, dst, t);
   }
-  CodecStatus decode_accumulate(const void *in, size_t bytes, size_t count,
-                                float *acc) const override {
+  CodecStatus decode_accumulate(const void *in, size_t bytes, size_t count, float *acc) override {
     return fns_.decode_accumulate(in, bytes, count, block_, acc);
   }
 
@@ -56,12 +54,10 @@ class CastCodec final : public ChunkCodec {
                      void *out) override {
     return codec::cast_encode(src, t, count, format_, prescale_[static_cast<int>(stage)], out);
   }
-  CodecStatus decode(const void *in, size_t bytes, size_t count, void *dst,
-                     DType t) const override {
+  CodecStatus decode(const void *in, size_t bytes, size_t count, void *dst, DType t) override {
     return codec::cast_decode(in, bytes, count, dst, t);
   }
-  CodecStatus decode_accumulate(const void *in, size_t bytes, size_t count,
-                                float *acc) const override {
+  CodecStatus decode_accumulate(const void *in, size_t bytes, size_t count, float *acc) override {
     return codec::cast_decode_accumulate(in, bytes, count, acc);
   }
 
@@ -90,12 +86,10 @@ class SignCodec final : public ChunkCodec {
     return codec::sign_encode_with_feedback(g, residual_[static_cast<int>(stage)] + position, count,
                                             block_, out);
   }
-  CodecStatus decode(const void *in, size_t bytes, size_t count, void *dst,
-                     DType t) const override {
+  CodecStatus decode(const void *in, size_t bytes, size_t count, void *dst, DType t) override {
     return codec::sign_decode(in, bytes, count, block_, dst, t);
   }
-  CodecStatus decode_accumulate(const void *in, size_t bytes, size_t count,
-                                float *acc) const override {
+  CodecStatus decode_accumulate(const void *in, size_t bytes, size_t count, float *acc) override {
     return codec::sign_decode_accumulate(in, bytes, count, block_, acc);
   }
 

@@ -1,6 +1,6 @@
 // Element-wise kernels of the compressed allreduce's reduce step on device
-// memory. Conversions are half.h's, shared with the host path, so a device
-// buffer gives the same bits as a host buffer.
+// memory, in runs of 16-byte words (Dev in kernels/cuda/common.cuh). Conversions are half.h's,
+// shared with the host path, so a device buffer gives the same bits as a host buffer.
 #include "cuda/common.cuh"
 #include "cuda_codecs.cuh"
 
@@ -8,29 +8,52 @@ namespace bagua {
 namespace {
 
 using codec::CodecStatus;
+using codec::gpu::DevF32;
 using codec::gpu::grid_for;
 using codec::gpu::kThreads;
 using codec::gpu::launch_status;
 using codec::gpu::with_dtype;
 
+// Each thread step moves a run of kRun elements (16-byte words where aligned).
+constexpr uint32_t kRun = 8;
+
+__device__ uint32_t run_len(size_t count, size_t i) {
+  return count - i < kRun ? uint32_t(count - i) : kRun;
+}
+
+inline unsigned grid_for_runs(size_t count) {
+  return grid_for((count + kRun - 1) / kRun, kThreads);
+}
+
 template <class E>
 __global__ void load_kernel(const typename E::T *src, size_t count, float *out) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count;
-       i += size_t(gridDim.x) * blockDim.x)
-    out[i] = E::load(src, i);
+  for (size_t i = (blockIdx.x * size_t(blockDim.x) + threadIdx.x) * kRun; i < count;
+       i += size_t(gridDim.x) * blockDim.x * kRun) {
+    float v[kRun] = {};
+    E::load_run(src, i, run_len(count, i), v);
+    DevF32::store_run(out, i, run_len(count, i), v);
+  }
 }
 
 template <class E>
 __global__ void store_kernel(const float *acc, size_t count, typename E::T *dst) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count;
-       i += size_t(gridDim.x) * blockDim.x)
-    E::store(dst, i, acc[i]);
+  for (size_t i = (blockIdx.x * size_t(blockDim.x) + threadIdx.x) * kRun; i < count;
+       i += size_t(gridDim.x) * blockDim.x * kRun) {
+    float v[kRun] = {};
+    DevF32::load_run(acc, i, run_len(count, i), v);
+    E::store_run(dst, i, run_len(count, i), v);
+  }
 }
 
 __global__ void divide_kernel(float *acc, size_t count, float divisor) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count;
-       i += size_t(gridDim.x) * blockDim.x)
-    acc[i] = __fdiv_rn(acc[i], divisor);
+  for (size_t i = (blockIdx.x * size_t(blockDim.x) + threadIdx.x) * kRun; i < count;
+       i += size_t(gridDim.x) * blockDim.x * kRun) {
+    float v[kRun] = {};
+    DevF32::load_run(acc, i, run_len(count, i), v);
+#pragma unroll
+    for (uint32_t k = 0; k < kRun; ++k) v[k] = __fdiv_rn(v[k], divisor);
+    DevF32::store_run(acc, i, run_len(count, i), v);
+  }
 }
 
 cudaStream_t as_stream(void *s) { return static_cast<cudaStream_t>(s); }
@@ -41,7 +64,7 @@ CodecStatus gpu_load_as_float(const void *src, DType t, size_t count, float *out
   if (count == 0) return CodecStatus::ok;
   return with_dtype(t, [&](auto e) {
     using E = decltype(e);
-    load_kernel<E><<<grid_for(count, kThreads), kThreads, 0, as_stream(stream)>>>(
+    load_kernel<E><<<grid_for_runs(count), kThreads, 0, as_stream(stream)>>>(
         static_cast<const typename E::T *>(src), count, out);
     return launch_status();
   });
@@ -49,7 +72,7 @@ CodecStatus gpu_load_as_float(const void *src, DType t, size_t count, float *out
 
 CodecStatus gpu_divide(float *acc, size_t count, float divisor, void *stream) {
   if (count == 0) return CodecStatus::ok;
-  divide_kernel<<<grid_for(count, kThreads), kThreads, 0, as_stream(stream)>>>(acc, count, divisor);
+  divide_kernel<<<grid_for_runs(count), kThreads, 0, as_stream(stream)>>>(acc, count, divisor);
   return launch_status();
 }
 
@@ -57,7 +80,7 @@ CodecStatus gpu_store_from_float(const float *acc, size_t count, void *dst, DTyp
   if (count == 0) return CodecStatus::ok;
   return with_dtype(t, [&](auto e) {
     using E = decltype(e);
-    store_kernel<E><<<grid_for(count, kThreads), kThreads, 0, as_stream(stream)>>>(
+    store_kernel<E><<<grid_for_runs(count), kThreads, 0, as_stream(stream)>>>(
         acc, count, static_cast<typename E::T *>(dst));
     return launch_status();
   });

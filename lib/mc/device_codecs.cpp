@@ -68,18 +68,33 @@ class DeviceCodec final : public ChunkCodec {
     return as_codec_status(s);
   }
 
-  CodecStatus decode(const void *in, size_t bytes, size_t count, void *dst,
-                     DType t) const override {
+  // Decodes are enqueued with a verdict slot each; finish_decodes copies
+  // the slots to the host after one synchronisation.
+  CodecStatus decode(const void *in, size_t bytes, size_t count, void *dst, DType t) override {
     return decode_staged(in, bytes, [&](const void *dev, uint32_t *status) {
       return device_.decode(spec_, dev, bytes, count, dst, t, status, stream_);
     });
   }
 
-  CodecStatus decode_accumulate(const void *in, size_t bytes, size_t count,
-                                float *acc) const override {
+  CodecStatus decode_accumulate(const void *in, size_t bytes, size_t count, float *acc) override {
     return decode_staged(in, bytes, [&](const void *dev, uint32_t *status) {
       return device_.decode_accumulate(spec_, dev, bytes, count, acc, status, stream_);
     });
+  }
+
+  CodecStatus finish_decodes() override {
+    if (pending_verdicts_ == 0) return CodecStatus::ok;
+    const size_t n = pending_verdicts_;
+    pending_verdicts_ = 0;
+    auto *dev = static_cast<uint32_t *>(scratch_.on_device(ScratchUse::verdict, kVerdictBytes));
+    auto *host = static_cast<uint32_t *>(scratch_.on_host(ScratchUse::verdict, kVerdictBytes));
+    if (dev == nullptr || host == nullptr ||
+        device_.copy(host, dev, n * sizeof(uint32_t), stream_) != BAGUA_SUCCESS ||
+        device_.synchronize(stream_) != BAGUA_SUCCESS)
+      return CodecStatus::device_error;
+    for (size_t i = 0; i < n; ++i)
+      if (host[i] != 0) return static_cast<CodecStatus>(host[i]);
+    return CodecStatus::ok;
   }
 
   float *accumulator(size_t count) override {
@@ -137,25 +152,23 @@ class DeviceCodec final : public ChunkCodec {
     return as_codec_status(device_.copy(host, dev, encoded_bytes(count), stream_));
   }
 
-  // Copies the encoded bytes to the device, runs `kernel` on them and waits
-  // for its verdict on the (untrusted) headers.
+  // Copies the encoded bytes to the device and enqueues `kernel` on them,
+  // its verdict on the (untrusted) headers going to the next slot; a full
+  // set of slots is waited for at once. Later copies into `dev` queue behind
+  // the kernel on the stream, and outgrown scratch is kept until the codec's
+  // scratch is released, so nothing a pending kernel reads is overwritten.
   template <class Kernel>
-  CodecStatus decode_staged(const void *in, size_t bytes, Kernel &&kernel) const {
+  CodecStatus decode_staged(const void *in, size_t bytes, Kernel &&kernel) {
     void *dev = scratch_.on_device(ScratchUse::encoded, bytes);
-    auto *status =
-        static_cast<uint32_t *>(scratch_.on_device(ScratchUse::verdict, sizeof(uint32_t)));
-    auto *verdict =
-        static_cast<uint32_t *>(scratch_.on_host(ScratchUse::verdict, sizeof(uint32_t)));
-    if (dev == nullptr || status == nullptr || verdict == nullptr) return CodecStatus::device_error;
+    auto *status = static_cast<uint32_t *>(scratch_.on_device(ScratchUse::verdict, kVerdictBytes));
+    if (dev == nullptr || status == nullptr) return CodecStatus::device_error;
     // From pageable memory the copy returns once `in` is staged, so the
     // schedule may reuse its slot at once.
     if (device_.copy(dev, in, bytes, stream_) != BAGUA_SUCCESS) return CodecStatus::device_error;
-    const CodecStatus st = kernel(dev, status);
+    const CodecStatus st = kernel(dev, status + pending_verdicts_);
     if (st != CodecStatus::ok) return st;
-    if (device_.copy(verdict, status, sizeof(uint32_t), stream_) != BAGUA_SUCCESS ||
-        device_.synchronize(stream_) != BAGUA_SUCCESS)
-      return CodecStatus::device_error;
-    return static_cast<CodecStatus>(*verdict);
+    if (++pending_verdicts_ < kVerdictSlots) return CodecStatus::ok;
+    return finish_decodes();
   }
 
   DeviceCodecParams params_;
@@ -165,6 +178,10 @@ class DeviceCodec final : public ChunkCodec {
   void *stream_;
   std::vector<Queued> queued_;
   size_t queued_bytes_ = 0;
+  // Verdict slots of decodes not yet waited for (finish_decodes).
+  static constexpr size_t kVerdictSlots = 64;
+  static constexpr size_t kVerdictBytes = kVerdictSlots * sizeof(uint32_t);
+  size_t pending_verdicts_ = 0;
 };
 
 }  // namespace

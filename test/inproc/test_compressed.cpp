@@ -246,3 +246,98 @@ TEST_CASE("sign error feedback: the mean over calls tracks the exact sum", "[com
     }
   }
 }
+
+namespace {
+
+// A codec whose decoders defer their verdict, as the device codecs do: it
+// forwards to a host codec, returns ok at once and reports the real status
+// (or, at decode_accumulate number fail_at, corrupt_header) from
+// finish_decodes.
+class DeferringCodec final : public bagua::ChunkCodec {
+ public:
+  DeferringCodec(bagua::ChunkCodec &inner, int fail_at) : inner_(inner), fail_at_(fail_at) {}
+  size_t encoded_bytes(size_t count) const override { return inner_.encoded_bytes(count); }
+  size_t block_elems() const override { return inner_.block_elems(); }
+  bagua::codec::CodecStatus encode(Stage stage, size_t position, const void *src, DType t,
+                                   size_t count, void *out) override {
+    return inner_.encode(stage, position, src, t, count, out);
+  }
+  bagua::codec::CodecStatus decode(const void *in, size_t bytes, size_t count, void *dst,
+                                   DType t) override {
+    return defer(inner_.decode(in, bytes, count, dst, t));
+  }
+  bagua::codec::CodecStatus decode_accumulate(const void *in, size_t bytes, size_t count,
+                                              float *acc) override {
+    const auto st = inner_.decode_accumulate(in, bytes, count, acc);
+    return defer(++accumulates_ == fail_at_ ? bagua::codec::CodecStatus::corrupt_header : st);
+  }
+  bagua::codec::CodecStatus finish_decodes() override {
+    const auto st = first_failure_;
+    first_failure_ = bagua::codec::CodecStatus::ok;
+    pending_ = 0;
+    return st;
+  }
+  // Decodes whose verdict nobody waited for.
+  int pending() const { return pending_; }
+
+ private:
+  bagua::codec::CodecStatus defer(bagua::codec::CodecStatus st) {
+    ++pending_;
+    if (first_failure_ == bagua::codec::CodecStatus::ok) first_failure_ = st;
+    return bagua::codec::CodecStatus::ok;
+  }
+
+  bagua::ChunkCodec &inner_;
+  const int fail_at_;
+  int accumulates_ = 0, pending_ = 0;
+  bagua::codec::CodecStatus first_failure_ = bagua::codec::CodecStatus::ok;
+};
+
+}  // namespace
+
+TEST_CASE("compressed allreduce waits for deferred decode verdicts", "[compressed]") {
+  // Without a failure: the result of the host codec, and no verdict left
+  // unread at the end of the call.
+  const int n = 3;
+  const size_t count = 4099;
+  auto results = inproc::spawn(n, [&](bagua::Transport &t, int r) {
+    inproc::Rank rank(t);
+    SignResiduals residuals(count);
+    const auto plain = make_codec(Codec::q8, n, false, residuals);
+    const auto inner = make_codec(Codec::q8, n, false, residuals);
+    DeferringCodec deferring(*inner, 0);
+    std::vector<float> in(count), want(count), got(count);
+    for (size_t i = 0; i < count; ++i) in[i] = float(smooth(r, i));
+    bagua::AlgoContext a = rank.next_call(4096), b = rank.next_call(4096);
+    const bool ok =
+        allreduce(a, *plain, in.data(), want.data(), count, DType::f32, 1) == BAGUA_SUCCESS &&
+        allreduce(b, deferring, in.data(), got.data(), count, DType::f32, 1) == BAGUA_SUCCESS;
+    return std::tuple{ok, want == got, deferring.pending()};
+  });
+  for (const auto &[ok, same, pending] : results) {
+    CHECK(ok);
+    CHECK(same);
+    CHECK(pending == 0);
+  }
+}
+
+TEST_CASE("compressed allreduce: a failed deferred decode fails the call before its segment leaves",
+          "[compressed]") {
+  // Rank 0's first contribution fails to decode: rank 0 reports corrupt
+  // data, and its reduced segment never reaches the others, whose calls end
+  // at their (short) deadline instead of returning a wrong result.
+  const int n = 3;
+  const size_t count = 4099;
+  auto results = inproc::spawn(n, [&](bagua::Transport &t, int r) {
+    inproc::Rank rank(t);
+    SignResiduals residuals(count);
+    const auto inner = make_codec(Codec::q8, n, false, residuals);
+    DeferringCodec deferring(*inner, r == 0 ? 1 : 0);
+    std::vector<float> in(count, 1.0f), out(count);
+    bagua::AlgoContext ctx = rank.next_call(4096);
+    ctx.deadline = bagua::Deadline::after_ms(2000);
+    return allreduce(ctx, deferring, in.data(), out.data(), count, DType::f32, 1);
+  });
+  CHECK(results[0] == BAGUA_ERR_CORRUPT_DATA);
+  for (int r = 1; r < n; ++r) CHECK(results[size_t(r)] != BAGUA_SUCCESS);
+}
