@@ -1,7 +1,7 @@
 // The min-max codecs (q8, q4) on the GPU, written once. Encoding is one
 // kernel that reads each codec block twice, for min/max/non-finite and then
 // to quantize: a group of lanes per block for small blocks (one lane per
-// 16-byte payload chunk, min and max by shuffles), a warp per block for
+// payload chunk of 16 elements, min and max by shuffles), a warp per block for
 // larger ones (the second read from the L2 cache). Decoding validates all
 // headers in a first kernel so a corrupt buffer leaves the output
 // untouched, then decodes a payload chunk per thread. A codec supplies a
@@ -13,13 +13,27 @@
 #ifndef BAGUA_KERNELS_CUDA_MINMAX_CUH
 #define BAGUA_KERNELS_CUDA_MINMAX_CUH
 
+#include <type_traits>
+
 #include "common.cuh"
 
 namespace bagua::codec::gpu {
 
-// Elements of a 16-byte payload chunk.
+// Elements of a payload chunk (a thread's unit of work).
 template <class C>
-constexpr uint32_t kChunkElems = 16 * C::kElemsPerByte;
+constexpr uint32_t kChunkElems = 16;
+
+// A payload chunk: the bytes of kChunkElems elements (q8 16, q4 8), moved as
+// one vector.
+template <class C>
+struct Chunk {
+  static constexpr uint32_t kBytes = kChunkElems<C> / C::kElemsPerByte;
+  using Vec = std::conditional_t<kBytes == 16, uint4, uint2>;
+  union {
+    Vec vec;
+    uint8_t bytes[kBytes];
+  };
+};
 
 // Elements of the run of at most `run` that starts at i of a block of n.
 __device__ inline uint32_t run_len(uint32_t n, uint32_t i, uint32_t run) {
@@ -28,14 +42,12 @@ __device__ inline uint32_t run_len(uint32_t n, uint32_t i, uint32_t run) {
 
 // The payload chunk of v[0, valid): quantized and packed, 0 past valid.
 template <class C>
-__device__ uint4 minmax_pack_chunk(const MinMaxParams &p, const float (&v)[kChunkElems<C>],
-                                   uint32_t valid) {
-  union {
-    uint4 bits;
-    uint8_t bytes[16];
-  } chunk;
+__device__ typename Chunk<C>::Vec minmax_pack_chunk(const MinMaxParams &p,
+                                                    const float (&v)[kChunkElems<C>],
+                                                    uint32_t valid) {
+  Chunk<C> chunk;
 #pragma unroll
-  for (uint32_t b = 0; b < 16; ++b) {
+  for (uint32_t b = 0; b < Chunk<C>::kBytes; ++b) {
     uint8_t q[C::kElemsPerByte];
 #pragma unroll
     for (uint32_t k = 0; k < C::kElemsPerByte; ++k) {
@@ -44,7 +56,17 @@ __device__ uint4 minmax_pack_chunk(const MinMaxParams &p, const float (&v)[kChun
     }
     chunk.bytes[b] = C::pack(q);
   }
-  return chunk.bits;
+  return chunk.vec;
+}
+
+// The payload of a block of n elements, as chunks.
+template <class C>
+__device__ typename Chunk<C>::Vec *minmax_payload(uint8_t *blk) {
+  return reinterpret_cast<typename Chunk<C>::Vec *>(blk + sizeof(MinMaxBlockHeader));
+}
+template <class C>
+__device__ uint32_t minmax_chunks_of(uint32_t n) {
+  return uint32_t(C::block_bytes(n) - sizeof(MinMaxBlockHeader)) / Chunk<C>::kBytes;
 }
 
 // Min, max and non-finite of v[0, valid), folded into the running ones.
@@ -74,7 +96,7 @@ __global__ void minmax_encode_warp_kernel(const typename E::T *src, size_t count
     const uint32_t n = block_len(count, first, block_elems);
     const typename E::T *x = src + first;
     uint8_t *blk = out + b * C::block_bytes(block_elems);
-    const uint32_t chunks = uint32_t(C::block_bytes(n) - sizeof(MinMaxBlockHeader)) / 16;
+    const uint32_t chunks = minmax_chunks_of<C>(n);
     // Pass 1: min, max and non-finite over the block.
     float mn = INFINITY, mx = -INFINITY;
     int bad = 0;
@@ -94,18 +116,18 @@ __global__ void minmax_encode_warp_kernel(const typename E::T *src, size_t count
     if (lane == 0) *reinterpret_cast<MinMaxBlockHeader *>(blk) = h;
     // Pass 2: the padded payload; a non-finite block's is zeros.
     const MinMaxParams p = minmax_params(h.min, h.max, C::kLevels);
-    auto *q = reinterpret_cast<uint4 *>(blk + sizeof h);
+    auto *q = minmax_payload<C>(blk);
 #pragma unroll 4
     for (uint32_t c = lane; c < chunks; c += 32) {
       float v[kChunk] = {};
       const uint32_t valid = run_len(n, c * kChunk, kChunk);
       E::load_run(x, c * kChunk, valid, v);
-      q[c] = bad ? make_uint4(0, 0, 0, 0) : minmax_pack_chunk<C>(p, v, valid);
+      q[c] = bad ? typename Chunk<C>::Vec{} : minmax_pack_chunk<C>(p, v, valid);
     }
   }
 }
 
-// Blocks of at most 32 payload chunks (q8 up to 512 elements, q4 up to 1024):
+// Blocks of at most 32 payload chunks (512 elements; q4's default 256):
 // a group of `group` lanes (the chunks of a whole block, a power of two)
 // encodes one codec block, each lane one chunk, and min and max are reduced
 // by shuffles within the group, so a warp encodes 32 / group blocks at once.
@@ -135,11 +157,10 @@ __global__ void minmax_encode_grouped_kernel(const typename E::T *src, size_t co
   uint8_t *blk = out + b * C::block_bytes(block_elems);
   const MinMaxBlockHeader h = minmax_make_header(mn, mx, bad, n, C::kTag);
   if (lane == 0) *reinterpret_cast<MinMaxBlockHeader *>(blk) = h;
-  const uint32_t chunks = uint32_t(C::block_bytes(n) - sizeof h) / 16;
+  const uint32_t chunks = minmax_chunks_of<C>(n);
   if (lane >= chunks) return;
   const MinMaxParams p = minmax_params(h.min, h.max, C::kLevels);
-  reinterpret_cast<uint4 *>(blk + sizeof h)[lane] =
-      bad ? make_uint4(0, 0, 0, 0) : minmax_pack_chunk<C>(p, v, valid);
+  minmax_payload<C>(blk)[lane] = bad ? typename Chunk<C>::Vec{} : minmax_pack_chunk<C>(p, v, valid);
 }
 
 template <class C>
@@ -155,7 +176,7 @@ __global__ void minmax_validate_kernel(const uint8_t *in, size_t count, uint32_t
   }
 }
 
-// One 16-byte payload chunk per thread step, over the chunks of all blocks
+// One payload chunk per thread step, over the chunks of all blocks
 // (a block's last ones may hold no elements): decoded into the sink.
 template <class C, class Sink>
 __global__ void minmax_decode_kernel(const uint8_t *in, size_t count, uint32_t block_elems,
@@ -176,11 +197,8 @@ __global__ void minmax_decode_kernel(const uint8_t *in, size_t count, uint32_t b
       continue;
     }
     const MinMaxParams p = minmax_params(h.min, h.max, C::kLevels);
-    union {
-      uint4 bits;
-      uint8_t bytes[16];
-    } chunk;
-    chunk.bits = reinterpret_cast<const uint4 *>(blk + sizeof h)[i / kChunk];
+    Chunk<C> chunk;
+    chunk.vec = reinterpret_cast<const typename Chunk<C>::Vec *>(blk + sizeof h)[i / kChunk];
     float v[kChunk];
 #pragma unroll
     for (uint32_t e = 0; e < kChunk; ++e) {
@@ -195,11 +213,11 @@ inline size_t minmax_block_count(size_t count, uint32_t block_elems) {
   return (count + block_elems - 1) / block_elems;
 }
 
-// Payload chunks of a whole block (a power of two: 16-byte chunks of a
+// Payload chunks of a whole block (a power of two: 16-element chunks of a
 // power-of-two block of at least 64 elements).
 template <class C>
 uint32_t minmax_chunks(uint32_t block_elems) {
-  return uint32_t((C::block_bytes(block_elems) - sizeof(MinMaxBlockHeader)) / 16);
+  return uint32_t((C::block_bytes(block_elems) - sizeof(MinMaxBlockHeader)) / Chunk<C>::kBytes);
 }
 
 template <class C>
