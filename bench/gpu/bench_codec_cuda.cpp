@@ -132,29 +132,23 @@ int main(int argc, char **argv) {
 
   // Each codec: encode reads the floats and writes the encoding;
   // decode_accumulate reads the encoding and reads and writes the floats.
-  const size_t q8 = codec::q8_encoded_bytes(count, block);
   const size_t cast = codec::cast_encoded_bytes(count);
   const size_t sign = codec::sign_encoded_bytes(count, block);
-  expect_ok(gpu::q8_encode(src, DType::f32, count, block, encoded, nullptr), "q8_encode");
-  row("q8 encode", bytes + q8,
-      time_ms(s.iters, [&] { gpu::q8_encode(src, DType::f32, count, block, encoded, nullptr); }),
-      copy_gbs, s.hbm_gbs);
-  row("q8 decode_accumulate", q8 + 2 * bytes,
-      time_ms(s.iters,
-              [&] { gpu::q8_decode_accumulate(encoded, q8, count, block, acc, status, nullptr); }),
-      copy_gbs, s.hbm_gbs);
+  // A min-max codec's two rows at `blk` elements per block.
+  const auto minmax_rows = [&](const char *name, size_t (*encoded_bytes)(size_t, uint32_t),
+                               auto encode, auto decode_accumulate, uint32_t blk) {
+    const size_t n = encoded_bytes(count, blk);
+    expect_ok(encode(src, DType::f32, count, blk, encoded, nullptr), name);
+    row((std::string(name) + " encode").c_str(), bytes + n,
+        time_ms(s.iters, [&] { encode(src, DType::f32, count, blk, encoded, nullptr); }), copy_gbs,
+        s.hbm_gbs);
+    row((std::string(name) + " decode_accumulate").c_str(), n + 2 * bytes,
+        time_ms(s.iters, [&] { decode_accumulate(encoded, n, count, blk, acc, status, nullptr); }),
+        copy_gbs, s.hbm_gbs);
+  };
+  minmax_rows("q8", codec::q8_encoded_bytes, gpu::q8_encode, gpu::q8_decode_accumulate, block);
   // q4 at its own default block (BAGUA_Q4_BLOCK).
-  const uint32_t q4_block = 256;
-  const size_t q4 = codec::q4_encoded_bytes(count, q4_block);
-  expect_ok(gpu::q4_encode(src, DType::f32, count, q4_block, encoded, nullptr), "q4_encode");
-  row("q4 encode", bytes + q4,
-      time_ms(s.iters, [&] { gpu::q4_encode(src, DType::f32, count, q4_block, encoded, nullptr); }),
-      copy_gbs, s.hbm_gbs);
-  row("q4 decode_accumulate", q4 + 2 * bytes,
-      time_ms(
-          s.iters,
-          [&] { gpu::q4_decode_accumulate(encoded, q4, count, q4_block, acc, status, nullptr); }),
-      copy_gbs, s.hbm_gbs);
+  minmax_rows("q4", codec::q4_encoded_bytes, gpu::q4_encode, gpu::q4_decode_accumulate, 256);
   expect_ok(
       gpu::cast_encode(src, DType::f32, count, codec::CastFormat::fp16, 1.0f, encoded, nullptr),
       "cast_encode");

@@ -8,11 +8,6 @@ namespace {
 
 constexpr uint32_t kRun = 8;  // wire elements in 16 bytes
 
-// Elements of the run at i of count.
-__device__ uint32_t cast_run_len(size_t count, size_t i) {
-  return i >= count ? 0 : count - i < kRun ? uint32_t(count - i) : kRun;
-}
-
 union WireWord {
   uint4 bits;
   uint16_t h[kRun];
@@ -26,7 +21,7 @@ __global__ void encode_kernel(const typename E::T *x, CastHeader header, uint8_t
   if (tid == 0) *reinterpret_cast<CastHeader *>(out) = header;
   const CastFormat format = CastFormat(header.format);
   for (size_t w = tid; w < words; w += size_t(gridDim.x) * blockDim.x) {
-    const uint32_t valid = cast_run_len(count, w * kRun);
+    const uint32_t valid = run_len(count, w * kRun, kRun);
     float v[kRun] = {};
     E::load_run(x, w * kRun, valid, v);
     WireWord word;
@@ -56,7 +51,7 @@ __global__ void decode_kernel(const uint8_t *in, size_t count, Sink sink, uint32
     float h[kRun];
 #pragma unroll
     for (uint32_t k = 0; k < kRun; ++k) h[k] = cast_from_wire(format, word.h[k]);
-    sink.put_scaled_run(w * kRun, h, inv, cast_run_len(count, w * kRun));
+    sink.put_scaled_run(w * kRun, h, inv, run_len(count, w * kRun, kRun));
   }
 }
 

@@ -19,6 +19,12 @@ __host__ __device__ inline bool aligned16(const void *p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
 
+// Elements of the run of at most `run` elements that starts at i of n (0
+// past the end).
+__device__ inline uint32_t run_len(size_t n, size_t i, uint32_t run) {
+  return i >= n ? 0 : n - i < run ? uint32_t(n - i) : run;
+}
+
 // The element types of dtype.h, read and written by index on the device, one
 // at a time or in runs of N consecutive elements. A run that is whole
 // (valid == N) and 16-byte aligned moves as 16-byte words (memory-bound

@@ -35,11 +35,6 @@ struct Chunk {
   };
 };
 
-// Elements of the run of at most `run` that starts at i of a block of n.
-__device__ inline uint32_t run_len(uint32_t n, uint32_t i, uint32_t run) {
-  return i >= n ? 0 : n - i < run ? n - i : run;
-}
-
 // The payload chunk of v[0, valid): quantized and packed, 0 past valid.
 template <class C>
 __device__ typename Chunk<C>::Vec minmax_pack_chunk(const MinMaxParams &p,

@@ -80,7 +80,7 @@ __global__ void decode_kernel(const uint8_t *in, size_t count, uint32_t block_el
   for (size_t r = size_t(blockIdx.x) * blockDim.x + threadIdx.x; r < runs;
        r += size_t(gridDim.x) * blockDim.x) {
     const size_t i = r * kRun;
-    const uint32_t valid = count - i < kRun ? uint32_t(count - i) : kRun;
+    const uint32_t valid = run_len(count, i, kRun);
     const uint8_t *blk = in + i / block_elems * stride;
     const SignBlockHeader h = *reinterpret_cast<const SignBlockHeader *>(blk);
     if (h.flags & kFlagNonFinite) {

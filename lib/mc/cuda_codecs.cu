@@ -12,14 +12,11 @@ using codec::gpu::DevF32;
 using codec::gpu::grid_for;
 using codec::gpu::kThreads;
 using codec::gpu::launch_status;
+using codec::gpu::run_len;
 using codec::gpu::with_dtype;
 
 // Each thread step moves a run of kRun elements (16-byte words where aligned).
 constexpr uint32_t kRun = 8;
-
-__device__ uint32_t run_len(size_t count, size_t i) {
-  return count - i < kRun ? uint32_t(count - i) : kRun;
-}
 
 inline unsigned grid_for_runs(size_t count) {
   return grid_for((count + kRun - 1) / kRun, kThreads);
@@ -30,8 +27,9 @@ __global__ void load_kernel(const typename E::T *src, size_t count, float *out) 
   for (size_t i = (blockIdx.x * size_t(blockDim.x) + threadIdx.x) * kRun; i < count;
        i += size_t(gridDim.x) * blockDim.x * kRun) {
     float v[kRun] = {};
-    E::load_run(src, i, run_len(count, i), v);
-    DevF32::store_run(out, i, run_len(count, i), v);
+    const uint32_t valid = run_len(count, i, kRun);
+    E::load_run(src, i, valid, v);
+    DevF32::store_run(out, i, valid, v);
   }
 }
 
@@ -40,8 +38,9 @@ __global__ void store_kernel(const float *acc, size_t count, typename E::T *dst)
   for (size_t i = (blockIdx.x * size_t(blockDim.x) + threadIdx.x) * kRun; i < count;
        i += size_t(gridDim.x) * blockDim.x * kRun) {
     float v[kRun] = {};
-    DevF32::load_run(acc, i, run_len(count, i), v);
-    E::store_run(dst, i, run_len(count, i), v);
+    const uint32_t valid = run_len(count, i, kRun);
+    DevF32::load_run(acc, i, valid, v);
+    E::store_run(dst, i, valid, v);
   }
 }
 
@@ -49,10 +48,11 @@ __global__ void divide_kernel(float *acc, size_t count, float divisor) {
   for (size_t i = (blockIdx.x * size_t(blockDim.x) + threadIdx.x) * kRun; i < count;
        i += size_t(gridDim.x) * blockDim.x * kRun) {
     float v[kRun] = {};
-    DevF32::load_run(acc, i, run_len(count, i), v);
+    const uint32_t valid = run_len(count, i, kRun);
+    DevF32::load_run(acc, i, valid, v);
 #pragma unroll
     for (uint32_t k = 0; k < kRun; ++k) v[k] = __fdiv_rn(v[k], divisor);
-    DevF32::store_run(acc, i, run_len(count, i), v);
+    DevF32::store_run(acc, i, valid, v);
   }
 }
 

@@ -250,12 +250,16 @@ TEST_CASE("sign error feedback: the mean over calls tracks the exact sum", "[com
 namespace {
 
 // A codec whose decoders defer their verdict, as the device codecs do: it
-// forwards to a host codec, returns ok at once and reports the real status
-// (or, at decode_accumulate number fail_at, corrupt_header) from
-// finish_decodes.
+// forwards to the host q8 codec of an n-rank call, returns ok at once and
+// reports the real status (or, at decode_accumulate number fail_at,
+// corrupt_header) from finish_decodes.
 class DeferringCodec final : public bagua::ChunkCodec {
  public:
-  DeferringCodec(bagua::ChunkCodec &inner, int fail_at) : inner_(inner), fail_at_(fail_at) {}
+  DeferringCodec(int n, size_t count, int fail_at)
+      : residuals_(count),
+        owned_(make_codec(Codec::q8, n, false, residuals_)),
+        inner_(*owned_),
+        fail_at_(fail_at) {}
   size_t encoded_bytes(size_t count) const override { return inner_.encoded_bytes(count); }
   size_t block_elems() const override { return inner_.block_elems(); }
   bagua::codec::CodecStatus encode(Stage stage, size_t position, const void *src, DType t,
@@ -287,6 +291,8 @@ class DeferringCodec final : public bagua::ChunkCodec {
     return bagua::codec::CodecStatus::ok;
   }
 
+  SignResiduals residuals_;
+  const std::unique_ptr<bagua::ChunkCodec> owned_;
   bagua::ChunkCodec &inner_;
   const int fail_at_;
   int accumulates_ = 0, pending_ = 0;
@@ -304,8 +310,7 @@ TEST_CASE("compressed allreduce waits for deferred decode verdicts", "[compresse
     inproc::Rank rank(t);
     SignResiduals residuals(count);
     const auto plain = make_codec(Codec::q8, n, false, residuals);
-    const auto inner = make_codec(Codec::q8, n, false, residuals);
-    DeferringCodec deferring(*inner, 0);
+    DeferringCodec deferring(n, count, 0);
     std::vector<float> in(count), want(count), got(count);
     for (size_t i = 0; i < count; ++i) in[i] = float(smooth(r, i));
     bagua::AlgoContext a = rank.next_call(4096), b = rank.next_call(4096);
@@ -330,9 +335,7 @@ TEST_CASE("compressed allreduce: a failed deferred decode fails the call before 
   const size_t count = 4099;
   auto results = inproc::spawn(n, [&](bagua::Transport &t, int r) {
     inproc::Rank rank(t);
-    SignResiduals residuals(count);
-    const auto inner = make_codec(Codec::q8, n, false, residuals);
-    DeferringCodec deferring(*inner, r == 0 ? 1 : 0);
+    DeferringCodec deferring(n, count, r == 0 ? 1 : 0);
     std::vector<float> in(count, 1.0f), out(count);
     bagua::AlgoContext ctx = rank.next_call(4096);
     ctx.deadline = bagua::Deadline::after_ms(2000);
