@@ -59,6 +59,16 @@ Status parse_count(const char *flag, const char *text, int lo, int hi, int *out)
   return BAGUA_SUCCESS;
 }
 
+Status parse_seconds(const char *flag, const char *text, double *out) {
+  char *end = nullptr;
+  errno = 0;
+  const double value = std::strtod(text, &end);
+  if (end == text || *end != '\0' || errno != 0 || !(value >= 0 && value <= 3600))
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s '%s': give seconds, 0 .. 3600", flag, text);
+  *out = value;
+  return BAGUA_SUCCESS;
+}
+
 // The middle of `v` (the upper one of an even count); v must not be empty.
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -853,11 +863,155 @@ Status measure_transfer_cpu(Probe &probe, CostParams *p) {
   return BAGUA_SUCCESS;
 }
 
+// The race (race_candidates): the rows' calls interleave, one of each per
+// round, after one warm-up round, in rounds that together last about
+// kRaceFillSeconds (kMinRaceRounds .. kMaxRaceRounds of them), so that a
+// slow stretch of the machine slows every row alike.
+constexpr CallTags kRaceTags{128, 63};
+constexpr double kRaceFillSeconds = 0.5;
+constexpr int kMinRaceRounds = 3, kMaxRaceRounds = 15;
+
+// Whether a row's calls run flat among all ranks (the rows a race can time).
+bool runs_flat(Algorithm algorithm) {
+  return algorithm == Algorithm::exact_ring || algorithm == Algorithm::exact_recursive_doubling ||
+         algorithm == Algorithm::bytegrad;
+}
+
+// The flat schedule of a raced row.
+Schedule flat_schedule(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::exact_ring: return Schedule::ring;
+    case Algorithm::exact_recursive_doubling: return Schedule::recursive_doubling;
+    default: return Schedule::bytegrad;
+  }
+}
+
+// One call of `row`'s schedule on `call`, started together after a
+// barrier: the slowest rank's seconds.
+Status timed_call(Probe &probe, const Options &options, const AlgorithmRow &row, const Call &call,
+                  Bytes &scratch, double *out) {
+  MPI_Barrier(probe.comm());
+  const double start = now();
+  AlgoContext ctx = probe.call_context(kRaceTags, scratch, options);
+  BAGUA_TRY(run_flat(ctx, call, flat_schedule(row.algorithm), options));
+  double elapsed = now() - start;
+  MPI_Allreduce(MPI_IN_PLACE, &elapsed, 1, MPI_DOUBLE, MPI_MAX, probe.comm());
+  *out = elapsed;
+  return BAGUA_SUCCESS;
+}
+
+// race_rows on the probe's transport.
+Status race(Probe &probe, const Options &options, const std::vector<AlgorithmRow> &rows,
+            const std::vector<size_t> &candidates, size_t count, int rounds,
+            std::vector<double> *out) {
+  const std::vector<float> src = gradient_like(count);
+  std::vector<float> dst(count);
+  const bool any_sign = std::any_of(candidates.begin(), candidates.end(),
+                                    [&](size_t i) { return rows[i].wire == Wire::sign; });
+  SignFeedback feedback(probe.comm(), any_sign ? count : 0);  // sign's error feedback
+  Bytes scratch;
+  std::vector<std::vector<double>> times(candidates.size());
+  // Round 0 warms up; every round calls each candidate once, in turn.
+  for (int round = 0; round <= rounds; ++round)
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      const AlgorithmRow &row = rows[candidates[c]];
+      Call call = float_call(row.wire, count);
+      call.src = src.data();
+      call.dst = dst.data();
+      call.comm = probe.comm();
+      call.feedback = &feedback;
+      double t = 0;
+      BAGUA_TRY(timed_call(probe, options, row, call, scratch, &t));
+      if (round > 0) times[c].push_back(t);
+    }
+  out->assign(rows.size(), 0);
+  for (size_t c = 0; c < candidates.size(); ++c) (*out)[candidates[c]] = median(times[c]);
+  return BAGUA_SUCCESS;
+}
+
+// Rank 0's race plan, on every rank: the rows to race (none to skip it)
+// and the rounds. Every rank measures the same parameters, so the plans
+// agree; broadcasting makes sure that no rank waits in a call the others
+// skip.
+struct RacePlan {
+  std::vector<size_t> rows;
+  int rounds = 0;
+  double seconds = 0;  // the model's time for the whole race
+};
+
+RacePlan agreed_race_plan(MPI_Comm comm, const Args &args, const Advice &a) {
+  RacePlan plan;
+  plan.rows = race_candidates(a);
+  double round_s = 0;
+  for (size_t i : plan.rows) round_s += a.estimates[i].seconds;
+  plan.rounds =
+      std::clamp(int(kRaceFillSeconds / std::max(round_s, 1e-9)), kMinRaceRounds, kMaxRaceRounds);
+  plan.seconds = (plan.rounds + 1) * round_s;
+  if (plan.seconds > args.race_seconds) plan.rows.clear();
+  // Rank 0's plan: [rounds, number of rows, rows...].
+  std::vector<int> wire = {plan.rounds, int(plan.rows.size())};
+  for (size_t i : plan.rows) wire.push_back(int(i));
+  wire.resize(2 + algorithm_rows().size());
+  MPI_Bcast(wire.data(), int(wire.size()), MPI_INT, 0, comm);
+  plan.rounds = wire[0];
+  plan.rows.assign(wire.begin() + 2, wire.begin() + 2 + wire[1]);
+  return plan;
+}
+
+// Races the allreduce rows the model cannot tell apart (race_candidates)
+// where their calls fit in args.race_seconds, into m->raced; the notes say
+// what ran, or why nothing did.
+Status race_close_rows(Probe &probe, const Options &options, const Args &args, Measurement *m) {
+  if (args.race_seconds <= 0) {
+    m->notes.push_back("race: off (--race-seconds 0)");
+    return BAGUA_SUCCESS;
+  }
+  const Advice a = advise(m->params, args.model_bytes);
+  const RacePlan plan = agreed_race_plan(probe.comm(), args, a);
+  char note[256];
+  if (plan.rows.empty()) {
+    if (race_candidates(a).empty())
+      std::snprintf(note, sizeof note,
+                    "race: none (fewer than two allreduce rows predicted within %.0f%% of "
+                    "the fastest, or a hierarchical one among them)",
+                    100 * kRaceFraction);
+    else
+      std::snprintf(note, sizeof note,
+                    "race: skipped (its calls would take %.1f s, over --race-seconds %.1f)",
+                    plan.seconds, args.race_seconds);
+    m->notes.push_back(note);
+    return BAGUA_SUCCESS;
+  }
+  BAGUA_TRY(race(probe, options, a.rows, plan.rows, args.model_bytes / 4, plan.rounds, &m->raced));
+  std::snprintf(note, sizeof note,
+                "race: the allreduce rows predicted within %.0f%% of the fastest, the median of "
+                "%d calls each at the model's size, interleaved after one warm-up round",
+                100 * kRaceFraction, plan.rounds);
+  m->notes.push_back(note);
+  return BAGUA_SUCCESS;
+}
+
 }  // namespace
+
+Status race_rows(MPI_Comm comm, const std::vector<size_t> &rows, size_t count, int rounds,
+                 std::vector<double> *out) {
+  for (size_t i : rows)
+    if (i >= algorithm_rows().size() || !runs_flat(algorithm_rows()[i].algorithm))
+      return fail(BAGUA_ERR_INVALID_ARGUMENT, "race: row %zu is not a flat allreduce row", i);
+  if (rows.empty() || count == 0 || rounds < 1)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "race: give at least one row, one element and one round (got %zu, %zu, %d)",
+                rows.size(), count, rounds);
+  Options options;
+  BAGUA_TRY(options_load(&options));
+  std::unique_ptr<Probe> probe;
+  BAGUA_TRY(Probe::create(comm, options, &probe));
+  return race(*probe, options, algorithm_rows(), rows, count, rounds, out);
+}
 
 const char *usage() {
   return "usage: mpiexec -n RANKS bagua-advise --model-bytes SIZE [--ranks-per-node K]\n"
-         "                                    [--predict-ranks P] [--csv]\n"
+         "                                    [--predict-ranks P] [--race-seconds S] [--csv]\n"
          "  SIZE: bytes of float32 gradients, with an optional K, M or G suffix\n";
 }
 
@@ -869,7 +1023,8 @@ Status parse_args(int argc, const char *const *argv, Args *out) {
       a.csv = true;
       continue;
     }
-    if (flag != "--model-bytes" && flag != "--ranks-per-node" && flag != "--predict-ranks")
+    if (flag != "--model-bytes" && flag != "--ranks-per-node" && flag != "--predict-ranks" &&
+        flag != "--race-seconds")
       return fail(BAGUA_ERR_INVALID_ARGUMENT, "unknown option '%s'", argv[i]);
     if (i + 1 >= argc) return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s needs a value", argv[i]);
     const char *value = argv[++i];
@@ -878,6 +1033,8 @@ Status parse_args(int argc, const char *const *argv, Args *out) {
       BAGUA_TRY(parse_count("--ranks-per-node", value, 1, 1 << 20, &a.ranks_per_node));
     if (flag == "--predict-ranks")
       BAGUA_TRY(parse_count("--predict-ranks", value, 2, 1 << 20, &a.predict_ranks));
+    if (flag == "--race-seconds")
+      BAGUA_TRY(parse_seconds("--race-seconds", value, &a.race_seconds));
   }
   if (a.model_bytes == 0)
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "--model-bytes is required (e.g. --model-bytes 100M)");
@@ -930,6 +1087,8 @@ Status measure(MPI_Comm comm, const Args &args, Measurement *out) {
   measure_codecs(comm, host, options, args.model_bytes, &m);
   // Last: the overlap is what the collective hides of the terms above.
   if (probe) BAGUA_TRY(measure_overlap(*probe, options, args.model_bytes, &p));
+  // Then the calls themselves decide between the rows the model puts close.
+  if (probe) BAGUA_TRY(race_close_rows(*probe, options, args, &m));
   MPI_Comm_free(&host);
   m.notes.push_back("latency: median one-way time of " + std::to_string(kLatencyRounds) +
                     " ping-pongs of 8 bytes from rank 0; bandwidth: 4 MiB (or up to 64 MiB, "
@@ -958,24 +1117,41 @@ Status measure(MPI_Comm comm, const Args &args, Measurement *out) {
   return BAGUA_SUCCESS;
 }
 
-Advice advise(const CostParams &params, size_t model_bytes) {
+Advice advise(const CostParams &params, size_t model_bytes, const std::vector<double> &raced) {
   Advice a;
   a.rows = algorithm_rows();
+  a.raced = raced;
   const size_t count = model_bytes / 4;
   for (const AlgorithmRow &row : a.rows) a.estimates.push_back(predict(params, row, count));
   // The library's recommendation among the allreduce rows and among the
   // averaging rows.
-  std::vector<size_t> reduce, average;
+  std::vector<size_t> average;
   for (size_t i = 0; i < a.rows.size(); ++i) {
     const bool hierarchical_flat =
         a.rows[i].algorithm == Algorithm::hierarchical && params.ranks_per_node <= 1;
     if (hierarchical_flat) continue;  // the same as flat with one rank per node
-    (is_averaging(a.rows[i].algorithm) ? average : reduce).push_back(i);
+    (is_averaging(a.rows[i].algorithm) ? average : a.reduce).push_back(i);
   }
-  a.recommended = recommend(a.rows, a.estimates, reduce);
-  a.fastest = fastest(a.estimates, reduce);
-  a.recommended_averaging = recommend(a.rows, a.estimates, average);
+  const std::vector<double> predicted = seconds_of(a.estimates);
+  a.model_recommended = recommend(a.rows, predicted, a.reduce);
+  a.fastest = fastest(predicted, a.reduce);
+  a.recommended_averaging = recommend(a.rows, predicted, average);
+  std::vector<size_t> raced_rows;
+  for (size_t i = 0; i < raced.size(); ++i)
+    if (raced[i] > 0) raced_rows.push_back(i);
+  a.recommended = raced_rows.empty() ? a.model_recommended : recommend(a.rows, raced, raced_rows);
   return a;
+}
+
+std::vector<size_t> race_candidates(const Advice &a) {
+  const double limit = (1 + kRaceFraction) * a.estimates[a.fastest].seconds;
+  std::vector<size_t> close;
+  for (size_t i : a.reduce)
+    if (a.estimates[i].seconds <= limit) close.push_back(i);
+  const bool all_flat = std::all_of(close.begin(), close.end(),
+                                    [&](size_t i) { return runs_flat(a.rows[i].algorithm); });
+  if (close.size() < 2 || !all_flat) return {};
+  return close;
 }
 
 namespace {
@@ -1025,11 +1201,27 @@ void print_params(FILE *out, const CostParams &p) {
                    p.codec[size_t(row.wire)].decode_bytes_per_s / 1e6);
 }
 
+// The raced rows' measured times, and how the race's recommendation
+// compares with the model's.
+void print_race(FILE *out, const Advice &a) {
+  std::fprintf(out, "raced (calls of the model's size):");
+  for (size_t i = 0; i < a.raced.size(); ++i)
+    if (a.raced[i] > 0)
+      std::fprintf(out, " %s %.3f ms (predicted %.3f);", a.rows[i].name, a.raced[i] * 1e3,
+                   a.estimates[i].seconds * 1e3);
+  std::fprintf(out, "\n");
+  if (a.model_recommended != a.recommended)
+    std::fprintf(out, "  (the model alone recommends %s)\n", a.rows[a.model_recommended].name);
+}
+
 void print_recommendation(FILE *out, const Advice &a, const CostParams &p, size_t model_bytes) {
+  const bool raced = a.raced.size() > a.recommended && a.raced[a.recommended] > 0;
+  if (raced) print_race(out, a);
   const Estimate &best = a.estimates[a.recommended];
-  std::fprintf(out, "recommended allreduce: %s (%.3f ms per step)\n", a.rows[a.recommended].name,
-               best.seconds * 1e3);
-  if (a.fastest != a.recommended)
+  std::fprintf(out, "recommended allreduce: %s (%.3f ms per step %s)\n", a.rows[a.recommended].name,
+               (raced ? a.raced[a.recommended] : best.seconds) * 1e3,
+               raced ? "raced" : "predicted");
+  if (!raced && a.fastest != a.recommended)
     std::fprintf(out,
                  "  (%s is predicted at %.3f ms, within %.0f%%: the same speed to the model, "
                  "with more error in the gradients)\n",
@@ -1052,21 +1244,23 @@ void print_recommendation(FILE *out, const Advice &a, const CostParams &p, size_
 void print_csv(FILE *out, const Advice &a, const CostParams &p, const char *scope) {
   for (size_t i = 0; i < a.rows.size(); ++i) {
     if (a.rows[i].algorithm == Algorithm::hierarchical && p.ranks_per_node <= 1) continue;
-    std::fprintf(out, "%s,%d,%s,%.6f,%zu,%s\n", scope, p.ranks, a.rows[i].name,
+    std::fprintf(out, "%s,%d,%s,%.6f,%zu,%s,", scope, p.ranks, a.rows[i].name,
                  a.estimates[i].seconds, a.estimates[i].bytes_per_rank,
                  i == a.recommended ? "recommended" : "");
+    if (i < a.raced.size() && a.raced[i] > 0) std::fprintf(out, "%.6f", a.raced[i]);
+    std::fprintf(out, "\n");
   }
 }
 
 }  // namespace
 
 void print_report(FILE *out, const Args &args, const Measurement &m) {
-  const Advice a = advise(m.params, args.model_bytes);
+  const Advice a = advise(m.params, args.model_bytes, m.raced);
   CostParams predicted = m.params;
   predicted.ranks = args.predict_ranks;
   const Advice b = args.predict_ranks > 0 ? advise(predicted, args.model_bytes) : Advice{};
   if (args.csv) {
-    std::fprintf(out, "scope,ranks,algorithm,seconds,bytes_per_rank,recommended\n");
+    std::fprintf(out, "scope,ranks,algorithm,seconds,bytes_per_rank,recommended,raced_seconds\n");
     print_csv(out, a, m.params, "measured");
     if (args.predict_ranks > 0) print_csv(out, b, predicted, "predicted");
     return;

@@ -307,24 +307,27 @@ int precision_rank(Wire w) {
 
 }  // namespace
 
-size_t fastest(const std::vector<Estimate> &estimates, const std::vector<size_t> &candidates) {
-  return *std::min_element(candidates.begin(), candidates.end(), [&](size_t x, size_t y) {
-    return estimates[x].seconds < estimates[y].seconds;
-  });
+std::vector<double> seconds_of(const std::vector<Estimate> &estimates) {
+  std::vector<double> seconds;
+  for (const Estimate &e : estimates) seconds.push_back(e.seconds);
+  return seconds;
 }
 
-size_t recommend(const std::vector<AlgorithmRow> &rows, const std::vector<Estimate> &estimates,
+size_t fastest(const std::vector<double> &seconds, const std::vector<size_t> &candidates) {
+  return *std::min_element(candidates.begin(), candidates.end(),
+                           [&](size_t x, size_t y) { return seconds[x] < seconds[y]; });
+}
+
+size_t recommend(const std::vector<AlgorithmRow> &rows, const std::vector<double> &seconds,
                  const std::vector<size_t> &candidates) {
-  const double limit = (1 + kSameSpeedFraction) * estimates[fastest(estimates, candidates)].seconds;
+  const double limit = (1 + kSameSpeedFraction) * seconds[fastest(seconds, candidates)];
   // Among the rows as fast as the fastest: the most precise, then the fastest.
   size_t best = candidates.front();
   bool have = false;
   for (size_t i : candidates) {
-    if (estimates[i].seconds > limit) continue;
+    if (seconds[i] > limit) continue;
     const int rank = precision_rank(rows[i].wire), best_rank = precision_rank(rows[best].wire);
-    if (!have || rank < best_rank ||
-        (rank == best_rank && estimates[i].seconds < estimates[best].seconds))
-      best = i;
+    if (!have || rank < best_rank || (rank == best_rank && seconds[i] < seconds[best])) best = i;
     have = true;
   }
   return best;

@@ -155,16 +155,19 @@ bool is_averaging(Algorithm a);
 // doc/benchmarks.md, "bagua-advise").
 constexpr double kSameSpeedFraction = 0.05;
 
-// The one of `candidates` (indices into estimates) predicted fastest, the
-// first on a tie. candidates must not be empty.
-size_t fastest(const std::vector<Estimate> &estimates, const std::vector<size_t> &candidates);
+// The seconds of each estimate, in order: what fastest and recommend rank.
+std::vector<double> seconds_of(const std::vector<Estimate> &estimates);
 
-// The recommended one of `candidates` (indices into rows and estimates):
-// the most precise wire (exact, fp16, bf16, q8, q4, sign) among those
-// predicted within kSameSpeedFraction of the fastest, the fastest of them
-// on a tie: as fast, and less error in the gradients. candidates must not
-// be empty.
-size_t recommend(const std::vector<AlgorithmRow> &rows, const std::vector<Estimate> &estimates,
+// The one of `candidates` (indices into seconds) that takes the least time,
+// the first on a tie. candidates must not be empty.
+size_t fastest(const std::vector<double> &seconds, const std::vector<size_t> &candidates);
+
+// The recommended one of `candidates` (indices into rows and seconds,
+// predicted or measured): the most precise wire (exact, fp16, bf16, q8, q4,
+// sign) among those within kSameSpeedFraction of the fastest, the fastest
+// of them on a tie: as fast, and less error in the gradients. candidates
+// must not be empty.
+size_t recommend(const std::vector<AlgorithmRow> &rows, const std::vector<double> &seconds,
                  const std::vector<size_t> &candidates);
 
 // The smallest byte count from which the ring is no slower than recursive

@@ -2,6 +2,7 @@
 // rank are the library's (bagua_allreduce_bytes, bagua_encoded_bytes), the
 // recommendation is one of the rows, predictions are finite and positive,
 // and bad arguments are refused naming the argument.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
@@ -40,7 +41,96 @@ MPI_Count library_bytes(bagua_algorithm algorithm, size_t count) {
   return bytes;
 }
 
+// The index of the row named `name` in algorithm_rows().
+size_t row_index(const std::string &name) {
+  const std::vector<AlgorithmRow> &rows = algorithm_rows();
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (name == rows[i].name) return i;
+  FAIL("no row " << name);
+  return 0;
+}
+
+// Advice whose predictions are `ms` by row name, every other row 1 s.
+advise::Advice advice_predicting(const std::vector<std::pair<std::string, double>> &ms) {
+  advise::Advice a;
+  a.rows = algorithm_rows();
+  a.estimates.resize(a.rows.size());
+  for (size_t i = 0; i < a.rows.size(); ++i) {
+    a.estimates[i].seconds = 1;
+    if (!is_averaging(a.rows[i].algorithm)) a.reduce.push_back(i);
+  }
+  for (const auto &[name, t] : ms) a.estimates[row_index(name)].seconds = t / 1e3;
+  a.fastest = fastest(seconds_of(a.estimates), a.reduce);
+  return a;
+}
+
+std::vector<std::string> names(const std::vector<size_t> &rows) {
+  std::vector<std::string> out;
+  for (size_t i : rows) out.push_back(algorithm_rows()[i].name);
+  return out;
+}
+
 }  // namespace
+
+TEST_CASE("advise: the race takes the flat allreduce rows within 25% of the fastest", "[advise]") {
+  using Names = std::vector<std::string>;
+  // q4 and sign within 25% (sign 20 ms, q4 24.9): both, in the rows' order.
+  CHECK(names(advise::race_candidates(advice_predicting({{"q4", 24.9}, {"sign", 20}}))) ==
+        Names{"q4", "sign"});
+  // q4 at 25.1 ms is more than 25% slower: sign alone, no race.
+  CHECK(advise::race_candidates(advice_predicting({{"q4", 25.1}, {"sign", 20}})).empty());
+  // A hierarchical row among the close ones: no race (it does not run flat).
+  CHECK(advise::race_candidates(
+            advice_predicting({{"q8_hierarchical", 21}, {"q4", 24}, {"sign", 20}}))
+            .empty());
+  // Exact schedules race as well.
+  CHECK(names(advise::race_candidates(
+            advice_predicting({{"ring", 10}, {"recursive_doubling", 11}, {"q8", 13}}))) ==
+        Names{"ring", "recursive_doubling"});
+}
+
+TEST_CASE("advise: the raced times decide the recommended allreduce", "[advise]") {
+  CostParams p = default_cost_params();
+  p.ranks = test::world_size();
+  const advise::Advice model = advise::advise(p, 64 << 20);
+  // Race the model's recommendation against the slowest flat codec row, and
+  // make the slower one by the model measure faster by more than 5%.
+  const size_t predicted = model.model_recommended;
+  size_t other = predicted;
+  for (size_t i : model.reduce)
+    if (model.rows[i].algorithm == Algorithm::bytegrad &&
+        model.estimates[i].seconds > model.estimates[other].seconds)
+      other = i;
+  REQUIRE(other != predicted);
+  std::vector<double> raced(model.rows.size(), 0);
+  raced[predicted] = 0.010;
+  raced[other] = 0.009;
+  const advise::Advice a = advise::advise(p, 64 << 20, raced);
+  CHECK(a.model_recommended == predicted);
+  CHECK(a.recommended == other);
+  // Within 5% of each other, the more precise wire of the two.
+  raced[other] = 0.0099;
+  const size_t precise = advise::advise(p, 64 << 20, raced).recommended;
+  CHECK((precise == predicted || precise == other));
+  CHECK(precise == recommend(model.rows, raced, {predicted, other}));
+}
+
+TEST_CASE("advise: race_rows times the rows given, and refuses others", "[advise]") {
+  std::vector<double> raced;
+  const std::vector<size_t> rows = {row_index("ring"), row_index("q8"), row_index("sign")};
+  REQUIRE(advise::race_rows(MPI_COMM_WORLD, rows, 1 << 18, 3, &raced) == BAGUA_SUCCESS);
+  REQUIRE(raced.size() == algorithm_rows().size());
+  for (size_t i = 0; i < raced.size(); ++i) {
+    INFO(algorithm_rows()[i].name);
+    const bool in_race = std::find(rows.begin(), rows.end(), i) != rows.end();
+    CHECK((in_race ? std::isfinite(raced[i]) && raced[i] > 0 : raced[i] == 0));
+  }
+  CHECK(advise::race_rows(MPI_COMM_WORLD, {row_index("decentralized_ring")}, 1024, 3, &raced) ==
+        BAGUA_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(last_error_message()).find("not a flat allreduce") != std::string::npos);
+  CHECK(advise::race_rows(MPI_COMM_WORLD, {row_index("q8")}, 1024, 0, &raced) ==
+        BAGUA_ERR_INVALID_ARGUMENT);
+}
 
 TEST_CASE("advise: bad arguments are refused, naming the argument", "[advise]") {
   refused({}, "--model-bytes is required");
@@ -52,6 +142,11 @@ TEST_CASE("advise: bad arguments are refused, naming the argument", "[advise]") 
   refused({"--model-bytes", "1M", "--fast"}, "unknown option '--fast'");
   CHECK(parsed({"--model-bytes", "100M"}).model_bytes == 100u << 20);
   CHECK(parsed({"--model-bytes", "1K", "--predict-ranks", "128"}).predict_ranks == 128);
+  refused({"--model-bytes", "1M", "--race-seconds", "-1"}, "--race-seconds '-1'");
+  refused({"--model-bytes", "1M", "--race-seconds", "nan"}, "--race-seconds 'nan'");
+  refused({"--model-bytes", "1M", "--race-seconds", "2s"}, "--race-seconds '2s'");
+  CHECK(parsed({"--model-bytes", "1M"}).race_seconds == 2);
+  CHECK(parsed({"--model-bytes", "1M", "--race-seconds", "0.5"}).race_seconds == 0.5);
   advise::Measurement m;
   CHECK(advise::measure(MPI_COMM_WORLD, parsed({"--model-bytes", "1M", "--ranks-per-node", "999"}),
                         &m) == BAGUA_ERR_INVALID_ARGUMENT);
@@ -98,7 +193,24 @@ TEST_CASE("advise: bytes per rank are the library's; the recommendation is a lis
     for (double r : {rate.encode_bytes_per_s, rate.accumulate_bytes_per_s, rate.decode_bytes_per_s})
       CHECK((std::isfinite(r) && r > 0));
   }
-  const advise::Advice a = advise::advise(m.params, args.model_bytes);
+  // The race ran on two rows or more, or a note says why not; the
+  // recommendation is a raced row when there was one.
+  const advise::Advice a = advise::advise(m.params, args.model_bytes, m.raced);
+  const auto race_note = std::find_if(m.notes.begin(), m.notes.end(), [](const std::string &n) {
+    return n.rfind("race: ", 0) == 0;
+  });
+  REQUIRE(race_note != m.notes.end());
+  const size_t raced_rows =
+      size_t(std::count_if(m.raced.begin(), m.raced.end(), [](double t) { return t > 0; }));
+  const size_t candidates =
+      advise::race_candidates(advise::advise(m.params, args.model_bytes)).size();
+  INFO(*race_note);
+  if (raced_rows > 0) {
+    CHECK(raced_rows == candidates);
+    CHECK(m.raced[a.recommended] > 0);
+  } else {
+    CHECK(race_note->find(candidates > 0 ? "skipped" : "none") != std::string::npos);
+  }
   const size_t count = args.model_bytes / 4;
   REQUIRE(a.recommended < a.rows.size());
   REQUIRE(a.recommended_averaging < a.rows.size());

@@ -227,10 +227,8 @@ TEST_CASE("messages per rank: the ring's segments, one or two peer messages", "[
 TEST_CASE("the recommendation: the most precise wire within 5% of the fastest", "[cost]") {
   const std::vector<AlgorithmRow> rows = {row("ring"), row("recursive_doubling"), row("q8"),
                                           row("q4"), row("sign")};
-  const auto recommended = [&](std::vector<double> ms) {
-    std::vector<Estimate> estimates(ms.size());
-    for (size_t i = 0; i < ms.size(); ++i) estimates[i].seconds = ms[i] / 1e3;
-    return std::string(rows[recommend(rows, estimates, {0, 1, 2, 3, 4})].name);
+  const auto recommended = [&](const std::vector<double> &seconds) {
+    return std::string(rows[recommend(rows, seconds, {0, 1, 2, 3, 4})].name);
   };
   // sign is fastest by 2%: q4 is the same speed with less error.
   CHECK(recommended({10, 10, 9, 8.67, 8.5}) == "q4");
@@ -243,8 +241,8 @@ TEST_CASE("the recommendation: the most precise wire within 5% of the fastest", 
   // Only the candidates count.
   std::vector<Estimate> estimates(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) estimates[i].seconds = 1.0 + 0.01 * double(i);
-  CHECK(recommend(rows, estimates, {2, 4}) == 2);
-  CHECK(recommend(rows, estimates, {4}) == 4);
+  CHECK(recommend(rows, seconds_of(estimates), {2, 4}) == 2);
+  CHECK(recommend(rows, seconds_of(estimates), {4}) == 4);
 }
 
 TEST_CASE("one rank sends nothing and takes no time", "[cost]") {
