@@ -121,12 +121,22 @@ BAGUA_HD MinMaxParams minmax_params(float mn, float mx, float levels) {
   return p;
 }
 
-// q = round_half_even((x - min) * scale), saturated to [0, levels]. The fast
-// path is a subtraction then a product, so FMA contraction cannot change it.
-BAGUA_HD uint8_t minmax_quantize(const MinMaxParams &p, float x) {
-  const float t = p.wide ? float(rint((double(x) - double(p.min)) * p.wide_scale))
-                         : rintf((x - p.min) * p.scale);
+// A rounded level t saturated to [0, levels], as a payload value.
+BAGUA_HD uint8_t minmax_saturate_level(const MinMaxParams &p, float t) {
   return uint8_t(t <= 0.0f ? 0.0f : t >= p.levels ? p.levels : t);
+}
+
+// minmax_quantize of a block that is not wide (p.wide false): a loop over
+// such a block calls it directly and branches on p.wide once, not per
+// element. A subtraction then a product, so FMA contraction cannot change it.
+BAGUA_HD uint8_t minmax_quantize_narrow(const MinMaxParams &p, float x) {
+  return minmax_saturate_level(p, rintf((x - p.min) * p.scale));
+}
+
+// q = round_half_even((x - min) * scale), saturated to [0, levels].
+BAGUA_HD uint8_t minmax_quantize(const MinMaxParams &p, float x) {
+  if (!p.wide) return minmax_quantize_narrow(p, x);
+  return minmax_saturate_level(p, float(rint((double(x) - double(p.min)) * p.wide_scale)));
 }
 
 // x' = min + q * step with a single rounding (fma), saturated: with max near

@@ -35,11 +35,11 @@ struct Chunk {
   };
 };
 
-// The payload chunk of v[0, valid): quantized and packed, 0 past valid.
-template <class C>
-__device__ typename Chunk<C>::Vec minmax_pack_chunk(const MinMaxParams &p,
-                                                    const float (&v)[kChunkElems<C>],
-                                                    uint32_t valid) {
+// The payload chunk of v[0, valid): quantized by `quantize` and packed, 0
+// past valid.
+template <class C, class Quantize>
+__device__ typename Chunk<C>::Vec minmax_pack_chunk_with(const float (&v)[kChunkElems<C>],
+                                                         uint32_t valid, Quantize quantize) {
   Chunk<C> chunk;
 #pragma unroll
   for (uint32_t b = 0; b < Chunk<C>::kBytes; ++b) {
@@ -47,11 +47,27 @@ __device__ typename Chunk<C>::Vec minmax_pack_chunk(const MinMaxParams &p,
 #pragma unroll
     for (uint32_t k = 0; k < C::kElemsPerByte; ++k) {
       const uint32_t e = b * C::kElemsPerByte + k;
-      q[k] = e < valid ? minmax_quantize(p, v[e]) : 0;
+      q[k] = e < valid ? quantize(v[e]) : 0;
     }
     chunk.bytes[b] = C::pack(q);
   }
   return chunk.vec;
+}
+
+// The payload chunk of v[0, valid) (minmax_quantize). A whole chunk of a
+// narrow block, the common case, takes a path without a branch per
+// element: with a branch on p.wide and on valid per element, Nsight Compute
+// read the encoders as bound by their instructions (68% of the SM's issue
+// throughput at half the DRAM rate; doc/benchmarks.md, "Device buffers").
+template <class C>
+__device__ typename Chunk<C>::Vec minmax_pack_chunk(const MinMaxParams &p,
+                                                    const float (&v)[kChunkElems<C>],
+                                                    uint32_t valid) {
+  if (!p.wide && valid == kChunkElems<C>) {
+    return minmax_pack_chunk_with<C>(v, kChunkElems<C>,
+                                     [&](float x) { return minmax_quantize_narrow(p, x); });
+  }
+  return minmax_pack_chunk_with<C>(v, valid, [&](float x) { return minmax_quantize(p, x); });
 }
 
 // The payload of a block of n elements, as chunks.
@@ -64,16 +80,23 @@ __device__ uint32_t minmax_chunks_of(uint32_t n) {
   return uint32_t(C::block_bytes(n) - sizeof(MinMaxBlockHeader)) / Chunk<C>::kBytes;
 }
 
-// Min, max and non-finite of v[0, valid), folded into the running ones.
+// Min, max and non-finite of v[0, valid), folded into the running ones
+// (a whole run without a branch per element).
 template <uint32_t N>
 __device__ void minmax_fold(const float (&v)[N], uint32_t valid, float &mn, float &mx, int &bad) {
+  const auto fold = [&](float x) {
+    bad |= !is_finite(x);
+    mn = fminf(mn, x);
+    mx = fmaxf(mx, x);
+  };
+  if (valid == N) {
+#pragma unroll
+    for (uint32_t k = 0; k < N; ++k) fold(v[k]);
+    return;
+  }
 #pragma unroll
   for (uint32_t k = 0; k < N; ++k) {
-    if (k < valid) {
-      bad |= !is_finite(v[k]);
-      mn = fminf(mn, v[k]);
-      mx = fmaxf(mx, v[k]);
-    }
+    if (k < valid) fold(v[k]);
   }
 }
 
