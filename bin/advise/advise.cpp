@@ -949,12 +949,12 @@ RacePlan agreed_race_plan(MPI_Comm comm, const Args &args, const Advice &a) {
   plan.seconds = (plan.rounds + 1) * round_s;
   if (plan.seconds > args.race_seconds) plan.rows.clear();
   // Rank 0's plan: [rounds, number of rows, rows...].
-  std::vector<int> wire = {plan.rounds, int(plan.rows.size())};
-  for (size_t i : plan.rows) wire.push_back(int(i));
-  wire.resize(2 + algorithm_rows().size());
-  MPI_Bcast(wire.data(), int(wire.size()), MPI_INT, 0, comm);
-  plan.rounds = wire[0];
-  plan.rows.assign(wire.begin() + 2, wire.begin() + 2 + wire[1]);
+  std::vector<int> packed = {plan.rounds, int(plan.rows.size())};
+  for (size_t i : plan.rows) packed.push_back(int(i));
+  packed.resize(2 + algorithm_rows().size());
+  MPI_Bcast(packed.data(), int(packed.size()), MPI_INT, 0, comm);
+  plan.rounds = packed[0];
+  plan.rows.assign(packed.begin() + 2, packed.begin() + 2 + packed[1]);
   return plan;
 }
 
