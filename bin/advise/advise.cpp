@@ -909,19 +909,22 @@ Status race(Probe &probe, const Options &options, const std::vector<AlgorithmRow
   const bool any_sign = std::any_of(candidates.begin(), candidates.end(),
                                     [&](size_t i) { return rows[i].wire == Wire::sign; });
   SignFeedback feedback(probe.comm(), any_sign ? count : 0);  // sign's error feedback
+  std::vector<Call> calls;
+  for (size_t i : candidates) {
+    Call call = float_call(rows[i].wire, count);
+    call.src = src.data();
+    call.dst = dst.data();
+    call.comm = probe.comm();
+    call.feedback = &feedback;
+    calls.push_back(call);
+  }
   Bytes scratch;
   std::vector<std::vector<double>> times(candidates.size());
   // Round 0 warms up; every round calls each candidate once, in turn.
   for (int round = 0; round <= rounds; ++round)
     for (size_t c = 0; c < candidates.size(); ++c) {
-      const AlgorithmRow &row = rows[candidates[c]];
-      Call call = float_call(row.wire, count);
-      call.src = src.data();
-      call.dst = dst.data();
-      call.comm = probe.comm();
-      call.feedback = &feedback;
       double t = 0;
-      BAGUA_TRY(timed_call(probe, options, row, call, scratch, &t));
+      BAGUA_TRY(timed_call(probe, options, rows[candidates[c]], calls[c], scratch, &t));
       if (round > 0) times[c].push_back(t);
     }
   out->assign(rows.size(), 0);
@@ -936,7 +939,7 @@ Status race(Probe &probe, const Options &options, const std::vector<AlgorithmRow
 struct RacePlan {
   std::vector<size_t> rows;
   int rounds = 0;
-  double seconds = 0;  // the model's time for the whole race
+  double seconds = 0;  // the model's time for the whole race; 0: no candidates
 };
 
 RacePlan agreed_race_plan(MPI_Comm comm, const Args &args, const Advice &a) {
@@ -970,7 +973,7 @@ Status race_close_rows(Probe &probe, const Options &options, const Args &args, M
   const RacePlan plan = agreed_race_plan(probe.comm(), args, a);
   char note[256];
   if (plan.rows.empty()) {
-    if (race_candidates(a).empty())
+    if (plan.seconds == 0)
       std::snprintf(note, sizeof note,
                     "race: none (fewer than two allreduce rows predicted within %.0f%% of "
                     "the fastest, or a hierarchical one among them)",

@@ -256,23 +256,20 @@ namespace {
 class DeferringCodec final : public bagua::ChunkCodec {
  public:
   DeferringCodec(int n, size_t count, int fail_at)
-      : residuals_(count),
-        owned_(make_codec(Codec::q8, n, false, residuals_)),
-        inner_(*owned_),
-        fail_at_(fail_at) {}
-  size_t encoded_bytes(size_t count) const override { return inner_.encoded_bytes(count); }
-  size_t block_elems() const override { return inner_.block_elems(); }
+      : residuals_(count), inner_(make_codec(Codec::q8, n, false, residuals_)), fail_at_(fail_at) {}
+  size_t encoded_bytes(size_t count) const override { return inner_->encoded_bytes(count); }
+  size_t block_elems() const override { return inner_->block_elems(); }
   bagua::codec::CodecStatus encode(Stage stage, size_t position, const void *src, DType t,
                                    size_t count, void *out) override {
-    return inner_.encode(stage, position, src, t, count, out);
+    return inner_->encode(stage, position, src, t, count, out);
   }
   bagua::codec::CodecStatus decode(const void *in, size_t bytes, size_t count, void *dst,
                                    DType t) override {
-    return defer(inner_.decode(in, bytes, count, dst, t));
+    return defer(inner_->decode(in, bytes, count, dst, t));
   }
   bagua::codec::CodecStatus decode_accumulate(const void *in, size_t bytes, size_t count,
                                               float *acc) override {
-    const auto st = inner_.decode_accumulate(in, bytes, count, acc);
+    const auto st = inner_->decode_accumulate(in, bytes, count, acc);
     return defer(++accumulates_ == fail_at_ ? bagua::codec::CodecStatus::corrupt_header : st);
   }
   bagua::codec::CodecStatus finish_decodes() override {
@@ -292,8 +289,7 @@ class DeferringCodec final : public bagua::ChunkCodec {
   }
 
   SignResiduals residuals_;
-  const std::unique_ptr<bagua::ChunkCodec> owned_;
-  bagua::ChunkCodec &inner_;
+  const std::unique_ptr<bagua::ChunkCodec> inner_;
   const int fail_at_;
   int accumulates_ = 0, pending_ = 0;
   bagua::codec::CodecStatus first_failure_ = bagua::codec::CodecStatus::ok;
