@@ -130,6 +130,13 @@ TEST_CASE("advise: race_rows times the rows given, and refuses others", "[advise
   CHECK(std::string(last_error_message()).find("not a flat allreduce") != std::string::npos);
   CHECK(advise::race_rows(MPI_COMM_WORLD, {row_index("q8")}, 1024, 0, &raced) ==
         BAGUA_ERR_INVALID_ARGUMENT);
+  CHECK(advise::race_rows(MPI_COMM_WORLD, {row_index("q8")}, 0, 3, &raced) ==
+        BAGUA_ERR_INVALID_ARGUMENT);
+  CHECK(advise::race_rows(MPI_COMM_WORLD, {}, 1024, 3, &raced) == BAGUA_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(last_error_message()).find("at least one row") != std::string::npos);
+  CHECK(advise::race_rows(MPI_COMM_WORLD, {algorithm_rows().size()}, 1024, 3, &raced) ==
+        BAGUA_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(last_error_message()).find("not a flat allreduce") != std::string::npos);
 }
 
 TEST_CASE("advise: bad arguments are refused, naming the argument", "[advise]") {
