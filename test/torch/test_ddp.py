@@ -6,6 +6,8 @@ Deterministic: every rank trains on its own fixed batches, so DDP's averaged gra
 the same on every run; checks compare parameters, never times. A failed check is recorded and
 the ranks carry on in step; the exit status is 1 if any rank failed one."""
 
+import math
+
 import torch
 import torch.distributed as dist
 import torch.nn as nn
@@ -263,7 +265,8 @@ def test_backend_runs_ddp(bagua_group):
     check(close(unused, unused_reference, 1e-5), "bagua backend, find_unused_parameters: off gloo")
     q8_group = dist.new_group(backend="bagua", pg_options=bagua_torch.ProcessGroupOptions("q8"))
     q8 = train(ddp(Net(), group=q8_group))
-    check(q8_group.algorithm == "q8", f"bagua backend: pg_options gave {q8_group.algorithm}")
+    q8_wire = q8_group._get_backend(torch.device("cpu")).algorithm
+    check(q8_wire == "q8", f"bagua backend: pg_options gave {q8_wire}")
     check(same_on_every_rank(q8) and close(q8, reference, TOLERANCE["q8"]),
           "bagua backend with q8: differs across ranks or off gloo")
 
@@ -291,22 +294,108 @@ def test_backend_collectives(bagua_group):
     expected = float(sum(rank * 10 + RANK for rank in range(SIZE)))
     check(torch.equal(output, torch.full((4,), expected)), f"backend reduce_scatter: {output}")
     flat_output = torch.empty(2 * SIZE, dtype=torch.float16)
-    dist._all_gather_base(flat_output, torch.full((2,), float(RANK), dtype=torch.float16),
+    dist.all_gather_into_tensor(flat_output, torch.full((2,), float(RANK), dtype=torch.float16),
                           group=bagua_group)
     check(torch.equal(flat_output, torch.arange(SIZE).repeat_interleave(2).half()),
-          f"backend _all_gather_base: {flat_output}")
+          f"backend all_gather_into_tensor: {flat_output}")
     average = torch.empty(3)
-    dist._reduce_scatter_base(average, torch.arange(3.0 * SIZE) * (RANK + 1),
+    dist.reduce_scatter_tensor(average, torch.arange(3.0 * SIZE) * (RANK + 1),
                               op=dist.ReduceOp.AVG, group=bagua_group)
     expected = (torch.arange(3.0) + 3 * RANK) * (SIZE + 1) / 2
-    check(torch.allclose(average, expected), f"backend _reduce_scatter_base AVG: {average}")
+    check(torch.allclose(average, expected), f"backend reduce_scatter_tensor AVG: {average}")
     dist.barrier(group=bagua_group)
-    check(raises(RuntimeError, lambda: dist.all_to_all([torch.ones(1)] * SIZE,
-                                                       [torch.ones(1)] * SIZE, group=bagua_group),
-                 "does not support alltoall"), "backend all_to_all: no clear error")
-    check(raises(RuntimeError, lambda: dist.all_reduce(torch.ones(2, dtype=torch.bool),
-                                                       group=bagua_group), "bool"),
-          "backend bool all_reduce: no clear error")
+    test_backend_rooted(bagua_group)
+    test_backend_alltoall(bagua_group)
+    test_backend_point_to_point(bagua_group)
+    for dtype, op, expected in [(torch.int32, dist.ReduceOp.PRODUCT, math.factorial(SIZE)),
+                                (torch.bool, dist.ReduceOp.BAND, RANK >= 0),
+                                (torch.uint8, dist.ReduceOp.BOR, 2**SIZE - 1)]:
+        value = torch.tensor([RANK + 1 if op == dist.ReduceOp.PRODUCT else 1 << RANK]).to(dtype)
+        dist.all_reduce(value, op=op, group=bagua_group)
+        check(value.item() == expected, f"backend all_reduce {dtype} {op}: {value.item()}")
+    work = dist.all_reduce(torch.full((3,), float(RANK)), group=bagua_group, async_op=True)
+    result = work.get_future().wait()[0]
+    check(torch.equal(result, torch.full((3,), float(SIZE * (SIZE - 1) / 2))),
+          f"backend all_reduce future: {result}")
+    objects = [None] * SIZE
+    dist.all_gather_object(objects, {"rank": RANK}, group=bagua_group)
+    check(objects == [{"rank": r} for r in range(SIZE)], f"backend all_gather_object: {objects}")
+    listed = [f"from {SIZE - 1}", RANK] if RANK == SIZE - 1 else [None, None]
+    dist.broadcast_object_list(listed, src=SIZE - 1, group=bagua_group)
+    check(listed == [f"from {SIZE - 1}", SIZE - 1], f"backend broadcast_object_list: {listed}")
+    complex_sum = torch.full((2,), complex(RANK, 1))
+    dist.all_reduce(complex_sum, group=bagua_group)  # torch hands over its real view
+    check(torch.equal(complex_sum, torch.full((2,), complex(SIZE * (SIZE - 1) / 2, SIZE))),
+          f"backend complex all_reduce: {complex_sum}")
+    check(raises(RuntimeError, lambda: dist.all_reduce(torch.ones(4).to_sparse(),
+                                                       group=bagua_group), "Sparse"),
+          "backend sparse all_reduce: no clear error")
+    check(raises(RuntimeError, lambda: dist.all_reduce(torch.ones(2, dtype=torch.float16),
+                                                       op=dist.ReduceOp.PRODUCT,
+                                                       group=bagua_group), "float16"),
+          "backend float16 product: no clear error")
+
+
+def test_backend_rooted(bagua_group):
+    """gather, scatter and reduce at the last rank."""
+    root = SIZE - 1
+    parts = [torch.empty(2) for _ in range(SIZE)] if RANK == root else None
+    dist.gather(torch.full((2,), float(RANK)), parts, dst=root, group=bagua_group)
+    if RANK == root:
+        check(all(torch.equal(p, torch.full((2,), float(r))) for r, p in enumerate(parts)),
+              f"backend gather: {parts}")
+    received = torch.empty(3, dtype=torch.int64)
+    pieces = [torch.full((3,), 7 * r) for r in range(SIZE)] if RANK == root else None
+    dist.scatter(received, pieces, src=root, group=bagua_group)
+    check(torch.equal(received, torch.full((3,), 7 * RANK)), f"backend scatter: {received}")
+    total = torch.full((4,), float(RANK + 1))
+    dist.reduce(total, dst=root, op=dist.ReduceOp.SUM, group=bagua_group)
+    if RANK == root:
+        check(torch.equal(total, torch.full((4,), SIZE * (SIZE + 1) / 2)), f"backend reduce: {total}")
+
+
+def test_backend_alltoall(bagua_group):
+    """all_to_all_single with equal and uneven splits, and all_to_all."""
+    sent = torch.arange(SIZE * 2.0) + 100 * RANK
+    got = torch.empty(SIZE * 2)
+    dist.all_to_all_single(got, sent, group=bagua_group)
+    expected = torch.tensor([100.0 * r + 2 * RANK + k for r in range(SIZE) for k in range(2)])
+    check(torch.equal(got, expected), f"backend all_to_all_single: {got}")
+    # Rank r sends r + 1 rows of (its rank, the peer) to every peer.
+    rows = [torch.tensor([[RANK, peer]] * (RANK + 1)) for peer in range(SIZE)]
+    uneven_in = torch.cat(rows)
+    uneven_out = torch.empty(sum(r + 1 for r in range(SIZE)), 2, dtype=torch.int64)
+    dist.all_to_all_single(uneven_out, uneven_in, [r + 1 for r in range(SIZE)],
+                           [RANK + 1] * SIZE, group=bagua_group)
+    expected = torch.cat([torch.tensor([[r, RANK]] * (r + 1)) for r in range(SIZE)])
+    check(torch.equal(uneven_out, expected), f"backend all_to_all_single, uneven: {uneven_out}")
+    outputs = [torch.empty(peer + 1) for peer in range(SIZE)]
+    dist.all_to_all(outputs, [torch.full((RANK + 1,), float(RANK * SIZE + peer))
+                              for peer in range(SIZE)], group=bagua_group)
+    check(all(torch.equal(o, torch.full((peer + 1,), float(peer * SIZE + RANK)))
+              for peer, o in enumerate(outputs)), f"backend all_to_all: {outputs}")
+    check(raises(RuntimeError, lambda: dist.all_to_all_single(torch.empty(SIZE + 1), torch.ones(
+        SIZE + 1), group=bagua_group), "divisible"),
+          "backend all_to_all_single of an indivisible tensor: no clear error")
+
+
+def test_backend_point_to_point(bagua_group):
+    """A ring of send/recv in both orders, and isend/irecv pairs."""
+    right, left = (RANK + 1) % SIZE, (RANK - 1) % SIZE
+    received = torch.empty(3)
+    if RANK % 2 == 0:
+        dist.send(torch.full((3,), float(RANK)), right, group=bagua_group)
+        dist.recv(received, left, group=bagua_group)
+    else:
+        dist.recv(received, left, group=bagua_group)
+        dist.send(torch.full((3,), float(RANK)), right, group=bagua_group)
+    check(torch.equal(received, torch.full((3,), float(left))), f"backend send/recv: {received}")
+    incoming = torch.empty(5, dtype=torch.int64)
+    works = [dist.isend(torch.full((5,), RANK), right, group=bagua_group, tag=3),
+             dist.irecv(incoming, left, group=bagua_group, tag=3)]
+    for work in works:
+        work.wait()
+    check(torch.equal(incoming, torch.full((5,), left)), f"backend isend/irecv: {incoming}")
 
 
 # One call's error, relative to the largest value: q8 steps of range / 255 (q4: range / 15;
@@ -350,7 +439,7 @@ def test_bad_input():
         ("int exact", TypeError, lambda: bagua_torch.allreduce_(good.int()), "int"),
         ("non-contiguous", ValueError, lambda: bagua_torch.allreduce_(torch.ones(4, 4).t()),
          "contiguous"),
-        ("sparse", ValueError, lambda: bagua_torch.allreduce_(good.to_sparse()), "dense"),
+        ("sparse", ValueError, lambda: bagua_torch.allreduce_(good.to_sparse()), "Sparse"),
         ("unknown algorithm", ValueError, lambda: bagua_torch.allreduce_(good, "q3"), "q8"),
         ("sign without state", ValueError, lambda: bagua_torch.allreduce_(good, "sign"),
          "SignState"),

@@ -9,6 +9,7 @@ from ._C import BaguaError
 from .averagers import (AsyncAverager, DecentralizedAverager, LowPrecisionDecentralizedAverager,
                         PartialAverager)
 from .backend import ProcessGroupOptions
+from .fsdp import RelaxedReduceScatter, relax_reduce_scatter
 from .hooks import ALGORITHMS, HookState, allreduce_hook, register
 from .ops import SignState, allreduce_, broadcast_, decentralized_average_, partial_average_
 from .runtime import init, shutdown
@@ -19,7 +20,8 @@ backend.register_backend()
 
 __all__ = [
     "ALGORITHMS", "AsyncAverager", "BaguaError", "DecentralizedAverager", "HookState",
-    "LowPrecisionDecentralizedAverager", "PartialAverager", "ProcessGroupOptions", "SignState",
-    "allreduce_", "allreduce_hook", "broadcast_", "decentralized_average_", "init",
-    "partial_average_", "register", "shutdown",
+    "LowPrecisionDecentralizedAverager", "PartialAverager", "ProcessGroupOptions",
+    "RelaxedReduceScatter", "SignState", "allreduce_", "allreduce_hook", "broadcast_",
+    "decentralized_average_", "init", "partial_average_", "register", "relax_reduce_scatter",
+    "shutdown",
 ]

@@ -1,5 +1,5 @@
-"""The c10d backend "bagua": torch.distributed.init_process_group("bagua") or
-new_group(backend="bagua")."""
+"""The c10d backend "bagua": torch.distributed.init_process_group("bagua"),
+new_group(backend="bagua") or a per-device map such as "cpu:bagua"."""
 import os
 
 import torch.distributed as dist
@@ -8,8 +8,8 @@ from . import _C, runtime
 
 
 class ProcessGroupOptions:
-    """pg_options of a "bagua" group: the algorithm of its floating-point sum allreduces (exact,
-    q8, q4, fp16, bf16; None: BAGUA_TORCH_ALGORITHM, default exact)."""
+    """pg_options of a "bagua" group: the wire of its floating-point sum allreduces (exact, q8,
+    q4, fp16, bf16; None: BAGUA_TORCH_ALGORITHM, default exact)."""
 
     def __init__(self, algorithm=None):
         self.algorithm = algorithm
@@ -30,10 +30,10 @@ def _create(backend_options, pg_options):
                          "initialise with bagua_torch.init() so that they agree")
     algorithm = (getattr(pg_options, "algorithm", None)
                  or os.environ.get("BAGUA_TORCH_ALGORITHM") or "exact")
-    return _C.ProcessGroup(comm, algorithm)
+    return _C.Backend(comm, algorithm)
 
 
 def register_backend():
-    """Registers "bagua" with torch.distributed (done on import)."""
-    if "BAGUA" not in dist.Backend._plugins:
-        dist.Backend.register_backend("bagua", _create, extended_api=True)
+    """Registers "bagua" with torch.distributed for CPU tensors (done on import)."""
+    if "bagua" not in dist.Backend.backend_list:
+        dist.Backend.register_backend("bagua", _create, extended_api=True, devices=["cpu"])

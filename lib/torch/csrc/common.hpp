@@ -102,7 +102,7 @@ MPI_Datatype checked_datatype(Algorithm algorithm, const at::Tensor &t, const Si
 int run_allreduce(Algorithm algorithm, at::Tensor &t, MPI_Datatype datatype, MPI_Op op,
                   MPI_Comm comm, const SignState *sign);
 
-// Defines bagua_torch._C.ProcessGroup (process_group.cpp).
-void define_process_group(pybind11::module_ &m);
+// Defines bagua_torch._C.Backend (backend.cpp).
+void define_backend(pybind11::module_ &m);
 
 }  // namespace bagua_torch

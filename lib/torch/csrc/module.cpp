@@ -98,7 +98,8 @@ std::string dtype_name(at::ScalarType type) {
 
 std::string tensor_problem(const at::Tensor &t) {
   if (!t.defined()) return "is an undefined tensor";
-  if (t.layout() != at::kStrided) return "is not a dense (strided) tensor";
+  if (t.layout() != at::kStrided)
+    return "is " + c10::str(t.layout()) + ", not a dense (strided) tensor";
   if (!t.device().is_cpu())
     return "is on " + t.device().str() + ": bagua_torch takes CPU tensors (this torch build)";
   if (!t.is_contiguous()) return "is not contiguous: pass tensor.contiguous()";
@@ -581,7 +582,7 @@ void define_calls(py::module_ &m) {
 
 PYBIND11_MODULE(_C, m) {
   using namespace bagua_torch;
-  py::module_::import("torch.distributed");  // registers c10d's ProcessGroup, our base class
+  py::module_::import("torch.distributed");  // registers c10d::Backend, our base class
   g_error_type = py::exception<BaguaError>(m, "BaguaError", PyExc_RuntimeError).release();
   py::register_exception_translator([](std::exception_ptr p) {
     try {
@@ -594,5 +595,5 @@ PYBIND11_MODULE(_C, m) {
   define_comm(m);
   define_states(m);
   define_calls(m);
-  define_process_group(m);
+  define_backend(m);
 }

@@ -5,7 +5,7 @@
 #   lib/torch/examples/compare.sh [builddir] [--network RATE] [--algorithms "gloo q8 ..."]
 #                                 [train_fashion_mnist.py options, e.g. --epochs 5]
 # --network RATE runs each rank on an emulated host behind a RATE link (bench/netemu.sh, root).
-# PYTHON names the interpreter (default /usr/bin/python3, the one Debian's torch is for).
+# PYTHON names the interpreter (default: bin/bagua-venv's, torch 2.x from PyPI).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 builddir=build
@@ -29,7 +29,7 @@ done
 export PYTHONPATH="$root/$builddir/lib/torch${PYTHONPATH:+:$PYTHONPATH}"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1}  # ob1 over shared memory or TCP, as the tests
-python=${PYTHON:-/usr/bin/python3}
+python=${PYTHON:-$("$root/bin/bagua-venv")}
 
 results=()
 for algorithm in $algorithms; do
