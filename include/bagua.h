@@ -355,6 +355,20 @@ BAGUA_API int bagua_sign_state_create(int count, MPI_Comm comm, bagua_sign_state
 BAGUA_API int bagua_sign_state_destroy(bagua_sign_state_t *state);
 
 /**
+ * Copies a state's error feedback out (save) or in (load), for checkpoints:
+ * its two float32 residuals one after the other, `count` = 2 * the state's
+ * count elements. A loaded state continues exactly where the saved one
+ * stopped (same comm size and count). Local. Not for a state whose calls
+ * ran on device buffers (its residuals live in device memory).
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL state or buffer,
+ *         a count other than twice the state's), BAGUA_ERR_NOT_AVAILABLE
+ *         (device residuals).
+ */
+BAGUA_API int bagua_sign_state_save(bagua_sign_state_t state, float *residuals, MPI_Count count);
+BAGUA_API int bagua_sign_state_load(bagua_sign_state_t state, const float *residuals,
+                                    MPI_Count count);
+
+/**
  * 1-bit allreduce with error feedback (scaled sign: 1 bit per element plus a
  * float32 scale, the block's mean |x|, per BAGUA_CODEC_BLOCK elements).
  * Arguments as bagua_allreduce_q8, plus the state created for this comm and

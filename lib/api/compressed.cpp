@@ -2,6 +2,8 @@
 // stream setting of device-buffer calls.
 #include "compressed.hpp"
 
+#include <algorithm>
+
 #include "../core/runtime.hpp"
 #include "guard.hpp"
 
@@ -42,6 +44,40 @@ Status sign_state_create(int count, MPI_Comm comm, bagua_sign_state_t *state) {
   return BAGUA_SUCCESS;
 }
 
+// The state's host residuals, checked for a copy of `count` floats in or out
+// (its two residuals, one after the other).
+Status checked_residuals(bagua_sign_state_t state, const float *buffer, MPI_Count count,
+                         SignFeedback **out) {
+  if (state == nullptr) return fail(BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
+  SignFeedback &f = state->feedback;
+  if (count < 0 || static_cast<size_t>(count) != 2 * f.count)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "count %lld is not twice the state's count %zu (its two residuals)",
+                static_cast<long long>(count), f.count);
+  if (buffer == nullptr && count > 0) return fail(BAGUA_ERR_INVALID_ARGUMENT, "buffer is NULL");
+  if (f.bound && f.memory == Memory::cuda)
+    return fail(BAGUA_ERR_NOT_AVAILABLE,
+                "state keeps its residuals in CUDA device memory; only host states are copied");
+  *out = &f;
+  return BAGUA_SUCCESS;
+}
+
+Status sign_state_save(bagua_sign_state_t state, float *residuals, MPI_Count count) {
+  SignFeedback *f = nullptr;
+  BAGUA_TRY(checked_residuals(state, residuals, count, &f));
+  std::copy(f->contribution.begin(), f->contribution.end(), residuals);
+  std::copy(f->reduced.begin(), f->reduced.end(), residuals + f->count);
+  return BAGUA_SUCCESS;
+}
+
+Status sign_state_load(bagua_sign_state_t state, const float *residuals, MPI_Count count) {
+  SignFeedback *f = nullptr;
+  BAGUA_TRY(checked_residuals(state, residuals, count, &f));
+  std::copy(residuals, residuals + f->count, f->contribution.begin());
+  std::copy(residuals + f->count, residuals + 2 * f->count, f->reduced.begin());
+  return BAGUA_SUCCESS;
+}
+
 Status set_stream(MPI_Comm comm, void *stream) {
   BAGUA_TRY(runtime_ensure());
   if (comm == MPI_COMM_NULL) return fail(BAGUA_ERR_INVALID_ARGUMENT, "comm is MPI_COMM_NULL");
@@ -66,6 +102,17 @@ extern "C" int bagua_sign_state_destroy(bagua_sign_state_t *state) {
     }
     return BAGUA_SUCCESS;
   });
+}
+
+extern "C" int bagua_sign_state_save(bagua_sign_state_t state, float *residuals, MPI_Count count) {
+  return bagua::guard("bagua_sign_state_save",
+                      [&] { return bagua::sign_state_save(state, residuals, count); });
+}
+
+extern "C" int bagua_sign_state_load(bagua_sign_state_t state, const float *residuals,
+                                     MPI_Count count) {
+  return bagua::guard("bagua_sign_state_load",
+                      [&] { return bagua::sign_state_load(state, residuals, count); });
 }
 
 extern "C" int bagua_set_cuda_stream(MPI_Comm comm, void *stream) {

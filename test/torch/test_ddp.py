@@ -6,6 +6,7 @@ Deterministic: every rank trains on its own fixed batches, so DDP's averaged gra
 the same on every run; checks compare parameters, never times. A failed check is recorded and
 the ranks carry on in step; the exit status is 1 if any rank failed one."""
 
+import io
 import math
 
 import torch
@@ -182,6 +183,46 @@ def test_sign_momentum():
     check(same_on_every_rank(result), "sign momentum training: parameters differ across ranks")
     check(close(result, reference, TOLERANCE["sign"]), "sign momentum training: off gloo by "
           f"{(result - reference).abs().max():.3g}")
+
+
+def test_sign_checkpoint():
+    """The sign hook's state_dict carries its residuals and momentum: 3 steps, a checkpoint of
+    model, optimizer and hook, 3 more steps equals a fresh model, DDP and hook restored from
+    the checkpoint running the same 3 steps, bit for bit; without the hook's state it differs."""
+    data = batches(6)
+
+    def fresh():
+        model = DDP(Net(), bucket_cap_mb=25)  # one bucket, whose order the rebuild changes
+        return model, bagua_torch.register(model, "sign", momentum=0.9), torch.optim.SGD(
+            model.parameters(), lr=0.1)
+
+    def run(model, optimizer, steps):
+        for x, y in steps:
+            optimizer.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            optimizer.step()
+        return flat(model.module)
+
+    model, hook, optimizer = fresh()
+    run(model, optimizer, data[:3])
+    buffer = io.BytesIO()
+    torch.save({"model": model.module.state_dict(), "optimizer": optimizer.state_dict(),
+                "hook": hook.state_dict()}, buffer)
+    expected = run(model, optimizer, data[3:])
+    for restore_hook in (True, False):
+        buffer.seek(0)
+        saved = torch.load(buffer)
+        model, hook, optimizer = fresh()
+        model.module.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        if restore_hook:
+            hook.load_state_dict(saved["hook"])
+        resumed = run(model, optimizer, data[3:])
+        check(torch.equal(resumed, expected) == restore_hook,
+              f"sign checkpoint ({'with' if restore_hook else 'without'} the hook's state): "
+              f"resumed run off by {(resumed - expected).abs().max():.3g}")
+    check(raises(ValueError, lambda: hook.load_state_dict(bagua_torch.HookState().state_dict()),
+                 "exact hook's"), "sign hook loading an exact hook's state: no clear error")
 
 
 def test_bucket_order():
@@ -483,7 +524,7 @@ def test_bad_input():
 
 def main():
     bagua_group = dist.new_group(backend="bagua")
-    for test in (test_hooks_against_gloo, test_sign_momentum, test_bucket_order,
+    for test in (test_hooks_against_gloo, test_sign_momentum, test_sign_checkpoint, test_bucket_order,
                  test_subgroups, test_ddp_features, test_frozen_layer,
                  lambda: test_bf16_parameters(bagua_group), lambda: test_backend_runs_ddp(bagua_group),
                  lambda: test_backend_collectives(bagua_group), test_plain_calls, test_bad_input):

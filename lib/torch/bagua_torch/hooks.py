@@ -14,7 +14,9 @@ class HookState:
     that runs the buckets' allreduces in DDP's order. Collective to create.
 
     For "sign", 1-bit SGD with momentum (the scheme of 1-bit Adam): one error-feedback state and
-    one momentum buffer m per bucket, made again (m zero) when DDP rebuilds its buckets. Each
+    one momentum buffer m per bucket, with the bucket's elements in the model's parameter order
+    (so a bucket of the same parameters keeps them when DDP rebuilds its buckets; saved and
+    restored by state_dict() / load_state_dict()). Each
     step the hook forms m = momentum * m + g from the bucket's gradient g, sign-allreduces m
     (1 bit per element and error feedback), keeps the average as every rank's m and returns
     it: the hook is the momentum, so use it with an optimizer without momentum
@@ -27,32 +29,91 @@ class HookState:
         self.momentum = float(momentum)
         self.comm = runtime.private_comm(comm)
         self._runner = _C.HookRunner(self.comm, algorithm)
-        self._sign_states = {}  # bucket index -> (its parameters' ids, SignState, m or None)
+        self._layouts = {}  # bucket index -> (its parameters' ids, members, permutation)
+        self._sign_states = {}  # members -> (SignState, m or None)
+        self._loaded = {}  # members -> a bucket's state from load_state_dict, until it is used
+        self.model_parameters = None  # the DDP model's, set by register()
         runtime.close_at_exit(self)
 
     def submit(self, bucket):
         """Queues the bucket's allreduce (average) and returns its torch.futures.Future, completed
         by the worker thread with the averaged buffer (for "sign", the averaged momentum)."""
         buffer = bucket.buffer()
-        sign_state = None
-        if self.algorithm == "sign":
-            sign_state, momentum = self._sign_state(bucket, buffer)
-            if momentum is not None:
-                # m holds the last average (the same on every rank); the allreduce runs in place
-                # in m, so the future's value is m and DDP copies it to the gradients.
-                buffer = momentum.mul_(self.momentum).add_(buffer)
+        if self.algorithm != "sign":
+            future = torch.futures.Future()
+            self._runner.submit(buffer, future, None)
+            return future
+        members, permutation = self._layout(bucket)
+        sign_state, momentum = self._sign_state(members, buffer)
+        ordered = buffer if permutation is None else buffer.index_select(0, permutation)
+        if momentum is not None:
+            # m holds the last average (the same on every rank); the allreduce runs in place in
+            # m, so the future's value is m and DDP copies it to the gradients.
+            ordered = momentum.mul_(self.momentum).add_(ordered)
         future = torch.futures.Future()
-        self._runner.submit(buffer, future, sign_state)
-        return future
+        self._runner.submit(ordered, future, sign_state)
+        if permutation is None:
+            return future
+        return future.then(
+            lambda done: torch.empty_like(buffer).index_copy_(0, permutation, done.value()))
 
-    def _sign_state(self, bucket, buffer):
-        key = tuple(id(p) for p in bucket.parameters())
-        known = self._sign_states.get(bucket.index())
-        if known is None or known[0] != key or known[1].count != buffer.numel():
-            momentum = torch.zeros_like(buffer) if self.momentum > 0 else None
-            known = (key, _C.SignState(buffer.numel(), self.comm), momentum)
-            self._sign_states[bucket.index()] = known
+    def _layout(self, bucket):
+        """The bucket's members (its parameters' indices in the model, sorted: the order the sign
+        state keeps its elements in, whatever DDP's bucket order) and the element permutation
+        from the bucket's order to that one (None: the same)."""
+        parameters = bucket.parameters()
+        key = tuple(id(p) for p in parameters)
+        known = self._layouts.get(bucket.index())
+        if known is None or known[0] != key:
+            index = ({id(p): i for i, p in enumerate(self.model_parameters)}
+                     if self.model_parameters is not None else {k: k for k in key})
+            order = sorted(range(len(parameters)), key=lambda i: index[key[i]])
+            offsets = [0]
+            for p in parameters:
+                offsets.append(offsets[-1] + p.numel())
+            permutation = None
+            if order != list(range(len(parameters))):
+                permutation = torch.cat([torch.arange(offsets[i], offsets[i + 1])
+                                         for i in order])
+            known = (key, tuple(index[key[i]] for i in order), permutation)
+            self._layouts[bucket.index()] = known
+            current = {layout[1] for layout in self._layouts.values()}
+            for stale in [m for m in self._sign_states if m not in current]:
+                del self._sign_states[stale]
         return known[1], known[2]
+
+    def _sign_state(self, members, buffer):
+        """The SignState and momentum of the parameters `members`: kept while they share a bucket
+        (across DDP's rebuilds), from load_state_dict, or new (zero)."""
+        if members not in self._sign_states:
+            sign_state = _C.SignState(buffer.numel(), self.comm)
+            momentum = torch.zeros_like(buffer) if self.momentum > 0 else None
+            saved = self._loaded.pop(members, None)
+            if saved is not None and saved["residuals"].numel() == 2 * buffer.numel():
+                sign_state.load_residuals(saved["residuals"])
+                if momentum is not None and saved["momentum"] is not None:
+                    momentum.copy_(saved["momentum"])
+            self._sign_states[members] = (sign_state, momentum)
+        return self._sign_states[members]
+
+    def state_dict(self):
+        """The hook's state for a checkpoint (torch.save, torch.distributed.checkpoint): for
+        "sign", each bucket's error-feedback residuals and momentum, keyed by its parameters'
+        indices in the model; the other algorithms keep none. Each rank's differs: save each."""
+        buckets = [{"members": list(members), "residuals": sign_state.residuals(),
+                    "momentum": None if momentum is None else momentum.clone()}
+                   for members, (sign_state, momentum) in self._sign_states.items()]
+        return {"algorithm": self.algorithm, "momentum": self.momentum, "buckets": buckets}
+
+    def load_state_dict(self, state_dict):
+        """Restores state_dict()'s state into a hook registered on the same model: a bucket of
+        the same parameters takes it when DDP next hands it over."""
+        if state_dict["algorithm"] != self.algorithm:
+            raise ValueError(f"the state is a {state_dict['algorithm']} hook's, this hook is "
+                             f"{self.algorithm}")
+        self.momentum = float(state_dict["momentum"])
+        self._sign_states.clear()
+        self._loaded = {tuple(b["members"]): b for b in state_dict["buckets"]}
 
     @property
     def bytes_sent(self):
@@ -79,6 +140,7 @@ def register(ddp, algorithm="exact", comm=None, momentum=0.9):
     if comm is None:
         comm = _group_comm(dist.get_process_group_ranks(ddp.process_group))
     state = HookState(algorithm, comm, momentum)
+    state.model_parameters = list(ddp.module.parameters())
     if state.comm.size != ddp.process_group.size():
         raise ValueError(f"the communicator has {state.comm.size} ranks, the DDP process group "
                          f"{ddp.process_group.size()}")

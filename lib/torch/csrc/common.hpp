@@ -86,6 +86,10 @@ class SignState {
   SignState &operator=(const SignState &) = delete;
   int64_t count() const { return count_; }
   bagua_sign_state_t get() const { return state_; }
+  // The error feedback as a float32 CPU tensor of 2 * count elements
+  // (bagua_sign_state_save), and back (bagua_sign_state_load).
+  at::Tensor residuals() const;
+  void load_residuals(const at::Tensor &residuals);
 
  private:
   int64_t count_;

@@ -169,6 +169,22 @@ SignState::SignState(int64_t count, std::shared_ptr<Comm> comm)
                "bagua_sign_state_create");
 }
 
+at::Tensor SignState::residuals() const {
+  at::Tensor out = at::empty({2 * count_}, at::kFloat);
+  check_status(bagua_sign_state_save(state_, out.data_ptr<float>(), 2 * count_),
+               "bagua_sign_state_save");
+  return out;
+}
+
+void SignState::load_residuals(const at::Tensor &residuals) {
+  if (residuals.scalar_type() != at::kFloat || residuals.numel() != 2 * count_)
+    throw py::value_error("residuals must be a float32 tensor of " + std::to_string(2 * count_) +
+                          " elements (2 * count)");
+  const at::Tensor host = residuals.to(at::kCPU).contiguous();
+  check_status(bagua_sign_state_load(state_, host.data_ptr<float>(), 2 * count_),
+               "bagua_sign_state_load");
+}
+
 MPI_Datatype checked_datatype(Algorithm algorithm, const at::Tensor &t, const SignState *sign) {
   const std::string problem = tensor_problem(t);
   if (!problem.empty()) throw py::value_error("the tensor " + problem);
@@ -524,7 +540,11 @@ void define_comm(py::module_ &m) {
 void define_states(py::module_ &m) {
   py::class_<SignState, std::shared_ptr<SignState>>(m, "SignState")
       .def(py::init<int64_t, std::shared_ptr<Comm>>(), py::arg("count"), py::arg("comm"))
-      .def_property_readonly("count", &SignState::count);
+      .def_property_readonly("count", &SignState::count)
+      .def("residuals", &SignState::residuals,
+           "The error feedback (2 * count float32 values) for a checkpoint.")
+      .def("load_residuals", &SignState::load_residuals, py::arg("residuals"),
+           "Restores error feedback saved by residuals().");
   py::class_<LowPrecisionState>(m, "LowPrecisionState")
       .def(py::init<at::Tensor, int, std::shared_ptr<Comm>>(), py::arg("tensor"),
            py::arg("interval"), py::arg("comm"))
