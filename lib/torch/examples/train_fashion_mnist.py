@@ -4,7 +4,9 @@ does the communication (doc/pytorch.md).
     mpirun -np 4 python3 lib/torch/examples/train_fashion_mnist.py --algorithm q8
 
 --algorithm: gloo (plain DDP, the reference), exact / q8 / q4 / fp16 / bf16 / sign (DDP with that
-bagua hook), backend (DDP without hook on the c10d backend "bagua", exact). The sign hook
+bagua hook), backend (DDP without hook on the c10d backend "bagua", exact); FSDP2 (fully_shard
+per layer) on gloo (fsdp-gloo), on the "bagua" backend (fsdp-exact), or on it with
+bagua_torch.relax_reduce_scatter (fsdp-q8, fsdp-q4). The sign hook
 carries the momentum itself (1-bit SGD: it sign-averages m = 0.9 m + g and returns the
 average), so for sign the optimizer is SGD without momentum; every other run uses SGD with
 momentum 0.9. Data: Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist). Each
@@ -22,11 +24,14 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.distributed.device_mesh import DeviceMesh
+from torch.distributed.fsdp import fully_shard
 
 import bagua_torch
 
 DATA_DIR = "/usr/share/datasets/fashion-mnist"
-CHOICES = ("gloo", "backend") + bagua_torch.ALGORITHMS
+FSDP_CHOICES = ("fsdp-gloo", "fsdp-exact", "fsdp-q8", "fsdp-q4")
+CHOICES = ("gloo", "backend") + bagua_torch.ALGORITHMS + FSDP_CHOICES
 MOMENTUM = 0.9
 
 
@@ -52,6 +57,29 @@ def mlp(hidden):
                          nn.Linear(hidden, 10))
 
 
+def wrapped(algorithm, hidden):
+    """The MLP wrapped for `algorithm`: (model, the DDP hook or None, whether evaluating it is
+    collective: FSDP2 gathers its parameters)."""
+    if algorithm in FSDP_CHOICES:
+        wire = algorithm.split("-")[1]
+        group = dist.group.WORLD if wire == "gloo" else dist.new_group(backend="bagua")
+        mesh = DeviceMesh.from_group(group, "cpu")
+        model = mlp(hidden)
+        for layer in model:
+            if isinstance(layer, nn.Linear):
+                fully_shard(layer, mesh=mesh)
+        fully_shard(model, mesh=mesh)
+        if wire in ("q8", "q4"):
+            bagua_torch.relax_reduce_scatter(model, wire)
+        return model, None, True
+    group = dist.new_group(backend="bagua") if algorithm == "backend" else None
+    model = nn.parallel.DistributedDataParallel(mlp(hidden), process_group=group)
+    hook = None
+    if algorithm not in ("gloo", "backend"):
+        hook = bagua_torch.register(model, algorithm, momentum=MOMENTUM)
+    return model, hook, False
+
+
 def accuracy(model, images, labels):
     with torch.no_grad():
         return (model(images).argmax(1) == labels).float().mean().item() * 100
@@ -71,22 +99,18 @@ def main():
     args = parser.parse_args()
 
     rank, size = bagua_torch.init(backend="gloo")
-    group = dist.new_group(backend="bagua") if args.algorithm == "backend" else None
-    model = nn.parallel.DistributedDataParallel(mlp(args.hidden), process_group=group)
-    hook = None
-    if args.algorithm not in ("gloo", "backend"):
-        hook = bagua_torch.register(model, args.algorithm, momentum=MOMENTUM)
+    model, hook, collective_eval = wrapped(args.algorithm, args.hidden)
     # The sign hook is the momentum (bagua_torch.HookState): the optimizer must not add its own.
     momentum = 0.0 if hook is not None and hook.algorithm == "sign" else MOMENTUM
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=momentum)
     train_images, train_labels = load("train")
     test_images, test_labels = load("t10k")
-    parameters = sum(p.numel() for p in model.parameters())
+    parameters = sum(p.numel() for p in mlp(args.hidden).parameters())
     if rank == 0:
         print(f"{args.algorithm}: {size} ranks, MLP 784-{args.hidden}-{args.hidden}-10 "
               f"({parameters} parameters), batch {args.batch} per rank", flush=True)
 
-    epoch_times, steps, time_to_target = [], 0, None
+    epoch_times, steps, last_epoch_steps, time_to_target = [], 0, 0, None
     for epoch in range(args.epochs):
         order = torch.randperm(len(train_labels), generator=torch.Generator().manual_seed(epoch))
         shard = order[rank::size]
@@ -95,6 +119,7 @@ def main():
             shard = shard[:args.max_steps * args.batch]
         dist.barrier()
         start = time.perf_counter()
+        last_epoch_steps = len(shard) // args.batch
         for batch in shard.split(args.batch):
             optimizer.zero_grad()
             F.cross_entropy(model(train_images[batch]), train_labels[batch]).backward()
@@ -102,8 +127,10 @@ def main():
             steps += 1
         dist.barrier()
         epoch_times.append(time.perf_counter() - start)
-        if rank == 0:  # every rank holds the same weights
-            test_accuracy = accuracy(model.module, test_images, test_labels)
+        if collective_eval or rank == 0:  # with DDP every rank holds the same weights
+            test_accuracy = accuracy(model if collective_eval else model.module, test_images,
+                                     test_labels)
+        if rank == 0:
             if time_to_target is None and test_accuracy >= args.target:
                 time_to_target = f"{sum(epoch_times):.1f}"
             print(f"epoch {epoch + 1}: test accuracy {test_accuracy:.2f}%, {epoch_times[-1]:.1f} s",
@@ -112,6 +139,7 @@ def main():
         print(f"RESULT algorithm={args.algorithm} accuracy={test_accuracy:.2f} "
               f"epoch_s={sum(epoch_times) / len(epoch_times):.1f} "
               f"step_ms={1000 * sum(epoch_times) / steps:.1f} "
+              f"last_epoch_step_ms={1000 * epoch_times[-1] / last_epoch_steps:.1f} "
               f"time_to_{args.target:g}={time_to_target or 'never'} "
               f"mb_per_step={f'{hook.bytes_sent / steps / 1e6:.3f}' if hook else 'n/a'} "
               f"parameters={parameters}", flush=True)
