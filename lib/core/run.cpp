@@ -159,8 +159,15 @@ Status with_runnable_buffers(Communicator &c, const Call &call, Body &&body) {
 
 }  // namespace
 
-uint32_t call_fingerprint(const Call &call, Schedule schedule, uint64_t extra) {
+uint32_t fingerprint_of(std::span<const uint64_t> fields) {
   // FNV-1a over the fields every rank must pass alike.
+  uint32_t hash = 2166136261u;
+  for (uint64_t field : fields)
+    for (int byte = 0; byte < 8; ++byte) hash = (hash ^ uint8_t(field >> (8 * byte))) * 16777619u;
+  return hash;
+}
+
+uint32_t call_fingerprint(const Call &call, Schedule schedule, uint64_t extra) {
   const uint64_t fields[] = {uint64_t(call.family),
                              uint64_t(call.wire),
                              uint64_t(schedule),
@@ -168,20 +175,23 @@ uint32_t call_fingerprint(const Call &call, Schedule schedule, uint64_t extra) {
                              uint64_t(call.dtype),
                              uint64_t(call.op),
                              extra};
-  uint32_t hash = 2166136261u;
-  for (uint64_t field : fields)
-    for (int byte = 0; byte < 8; ++byte) hash = (hash ^ uint8_t(field >> (8 * byte))) * 16777619u;
-  return hash;
+  return fingerprint_of(fields);
+}
+
+Status agree_on_fingerprint(AlgoContext &ctx, uint32_t mine, bool *same) {
+  // max(fp) == -max(-fp) holds only when every rank has the same fp.
+  double v[2] = {double(mine), -double(mine)};
+  BAGUA_TRY(allreduce_recursive_doubling(ctx, {v, v, 2, DType::f64, ReduceOp::max}));
+  *same = v[0] == -v[1];
+  return BAGUA_SUCCESS;
 }
 
 Status agree_on_call(AlgoContext &ctx, const Call &call, Schedule schedule,
                      const Options &options) {
   if (!options.check_calls || ctx.transport.size() == 1) return BAGUA_SUCCESS;
-  const uint32_t mine = call_fingerprint(call, schedule);
-  // max(fp) == -max(-fp) holds only when every rank has the same fp.
-  double v[2] = {double(mine), -double(mine)};
-  BAGUA_TRY(allreduce_recursive_doubling(ctx, {v, v, 2, DType::f64, ReduceOp::max}));
-  if (v[0] != -v[1]) return mismatch(call, "the ranks");
+  bool same = false;
+  BAGUA_TRY(agree_on_fingerprint(ctx, call_fingerprint(call, schedule), &same));
+  if (!same) return mismatch(call, "the ranks");
   return BAGUA_SUCCESS;
 }
 
