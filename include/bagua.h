@@ -345,7 +345,7 @@ BAGUA_API int bagua_alltoall(const void *sendbuf, int sendcount, MPI_Datatype se
  * MPI_IN_PLACE as sendbuf: the input is recvbuf's n blocks and the result
  * is written to its first block. Datatypes and ops of bagua_allreduce
  * (MPI_FLOAT, MPI_DOUBLE, BAGUA_FLOAT16, BAGUA_BFLOAT16; MPI_SUM, MPI_MAX,
- * MPI_MIN, BAGUA_AVG), with its arithmetic; others return
+ * MPI_MIN, BAGUA_AVG), with its arithmetic, and MPI_PROD; others return
  * BAGUA_ERR_UNSUPPORTED_DATATYPE or BAGUA_ERR_UNSUPPORTED_OP.
  */
 BAGUA_API int bagua_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,

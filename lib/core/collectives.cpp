@@ -11,6 +11,7 @@
 #include "comm.hpp"
 #include "run.hpp"
 #include "runtime.hpp"
+#include "support.hpp"
 
 namespace bagua {
 namespace {
@@ -225,6 +226,12 @@ const char *movement_name(Movement m) {
   return "?";
 }
 
+const char *movement_support_text() {
+  return "bagua_barrier, bagua_bcast, bagua_allgather, bagua_gather, bagua_scatter, "
+         "bagua_alltoall, bagua_send, bagua_recv: contiguous predefined datatypes, "
+         "BAGUA_FLOAT16 or BAGUA_BFLOAT16; host memory";
+}
+
 Status typed_bytes(const char *what, int64_t count, MPI_Datatype datatype, size_t *bytes,
                    uint32_t *type) {
   if (count < 0)
@@ -307,8 +314,10 @@ Status describe_reduce_scatter(const void *sendbuf, void *recvbuf, int64_t recvc
   if (!in_place && overlaps(sendbuf, total, recvbuf, call.block))
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
                 "sendbuf and recvbuf overlap; pass MPI_IN_PLACE for an in-place call");
-  BAGUA_TRY(check_host("sendbuf", call.send, total));
-  BAGUA_TRY(check_host("recvbuf", recvbuf, call.block));
+  const bool on_device = total > 0 && (memory_type_of(call.send) == Memory::cuda ||
+                                       memory_type_of(recvbuf) == Memory::cuda);
+  BAGUA_TRY(check_support(Family::reduce_scatter, Wire::exact, call.dtype, call.op,
+                          on_device ? Memory::cuda : Memory::host));
   *out = call;
   return BAGUA_SUCCESS;
 }

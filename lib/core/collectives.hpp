@@ -79,6 +79,10 @@ Status describe_bcast(void *buf, int64_t count, MPI_Datatype datatype, int root,
 Status describe_reduce_scatter(const void *sendbuf, void *recvbuf, int64_t recvcount,
                                MPI_Datatype datatype, MPI_Op op, int size, MovementCall *out);
 
+// What the calls other than reduce_scatter_block (a support-matrix row)
+// accept, as bagua-info --support prints it.
+const char *movement_support_text();
+
 // Runs `call` among the ranks of ctx: the ranks first agree on a fingerprint
 // of (kind, block bytes, element type, root, op; BAGUA_CHECK_CALLS=0 skips
 // it), so ranks whose calls differ all return BAGUA_ERR_MISMATCH before data

@@ -179,23 +179,31 @@ TEST_CASE("barrier at 1..8 ranks: no rank leaves before every rank entered", "[c
 
 namespace {
 
-// Rank r's element i of block b in reduce_scatter_block.
-double rs_input(int r, int b, size_t i) { return inproc::small_integer(uint64_t(r), b * 1000 + i); }
+// Rank r's element i of block b in reduce_scatter_block: for products 1, -1
+// or 2 (every product of 8 is exact in every type), else small integers.
+double rs_input(int r, int b, size_t i, ReduceOp op) {
+  const double v = inproc::small_integer(uint64_t(r), size_t(b) * 1000 + i);
+  const double factors[] = {1, -1, 2};
+  return op == ReduceOp::prod ? factors[size_t(v + 15) % 3] : v;
+}
 
-// Block b's documented result: sum, max, min exact; the average the exact sum
-// divided once in the compute type, rounded to the type.
+// Block b's documented result: sum, max, min and product exact; the average
+// the exact sum divided once in the compute type, rounded to the type.
 double rs_expected(int n, int b, size_t i, DType t, ReduceOp op) {
-  double sum = 0, max = rs_input(0, b, i), min = max;
+  double sum = 0, max = rs_input(0, b, i, op), min = max, prod = 1;
   for (int r = 0; r < n; ++r) {
-    sum += rs_input(r, b, i);
-    max = std::max(max, rs_input(r, b, i));
-    min = std::min(min, rs_input(r, b, i));
+    const double v = rs_input(r, b, i, op);
+    sum += v;
+    prod *= v;
+    max = std::max(max, v);
+    min = std::min(min, v);
   }
   const double avg = t == DType::f64 ? sum / n : double(float(sum) / float(n));
-  return inproc::Buffer::round(t, op == ReduceOp::sum   ? sum
-                                  : op == ReduceOp::max ? max
-                                  : op == ReduceOp::min ? min
-                                                        : avg);
+  return inproc::Buffer::round(t, op == ReduceOp::sum    ? sum
+                                  : op == ReduceOp::max  ? max
+                                  : op == ReduceOp::min  ? min
+                                  : op == ReduceOp::prod ? prod
+                                                         : avg);
 }
 
 struct ReduceCase {
@@ -210,7 +218,7 @@ Outcome run_reduce(inproc::Rank &rank, const ReduceCase &c) {
   inproc::Buffer send(c.type, c.count * size_t(n)), recv(c.type, c.count * size_t(n));
   inproc::Buffer &in = c.in_place ? recv : send;
   for (int b = 0; b < n; ++b)
-    for (size_t i = 0; i < c.count; ++i) in.set(size_t(b) * c.count + i, rs_input(r, b, i));
+    for (size_t i = 0; i < c.count; ++i) in.set(size_t(b) * c.count + i, rs_input(r, b, i, c.op));
   MovementCall call{Movement::reduce_scatter_block,      in.data(),        recv.data(),
                     c.count * bagua::dtype_size(c.type), uint32_t(c.type), -1};
   call.count = c.count;
@@ -230,7 +238,8 @@ TEST_CASE("reduce_scatter_block at 1..8 ranks: every type and op, in place", "[c
   for (int n = 1; n <= 8; ++n) {
     std::vector<ReduceCase> cases;
     for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16})
-      for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min, ReduceOp::avg})
+      for (ReduceOp op :
+           {ReduceOp::sum, ReduceOp::max, ReduceOp::min, ReduceOp::avg, ReduceOp::prod})
         for (size_t count : {0, 1, 7, 300})
           for (bool in_place : {false, true}) cases.push_back({t, op, count, in_place});
     const auto outcomes = inproc::run_cases(n, cases, run_reduce);

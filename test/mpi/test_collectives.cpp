@@ -119,20 +119,25 @@ TEST_CASE("allgather, alltoall, barrier equal MPI's", "[collectives]") {
 TEST_CASE("reduce_scatter_block equals MPI's for every type and op", "[collectives]") {
   test::ScopedComm comm;
   const int n = test::world_size(), r = test::world_rank();
-  const std::pair<MPI_Op, MPI_Op> ops[] = {
-      {MPI_SUM, MPI_SUM}, {MPI_MAX, MPI_MAX}, {MPI_MIN, MPI_MIN}, {BAGUA_AVG, MPI_SUM}};
+  const std::pair<MPI_Op, MPI_Op> ops[] = {{MPI_SUM, MPI_SUM},
+                                           {MPI_MAX, MPI_MAX},
+                                           {MPI_MIN, MPI_MIN},
+                                           {MPI_PROD, MPI_PROD},
+                                           {BAGUA_AVG, MPI_SUM}};
   for (test::Type t : {test::Type::f32, test::Type::f64, test::Type::f16, test::Type::bf16})
     for (auto [op, mpi_op] : ops)
       for (int count : {0, 1, 777}) {
         INFO(test::type_name(t) << " count " << count);
         const size_t total = size_t(count) * n;
         test::TypedBuffer in(t, total), got(t, count), both(t, total);
-        // Small integers: every partial sum is exact in every type. MPI's
+        // Small integers (1, -1, 2 for products): every partial result is
+        // exact in every type. MPI's
         // reference runs in double (MPI reduces no half types); the average
         // is its sum over n, divided as bagua documents.
         std::vector<double> in_double(total), want(count);
         for (size_t i = 0; i < total; ++i) {
-          in_double[i] = double((r * 7 + i * 3) % 11) - 5;
+          const double factors[] = {1, -1, 2};
+          in_double[i] = op == MPI_PROD ? factors[(r + i) % 3] : double((r * 7 + i * 3) % 11) - 5;
           in.set(i, in_double[i]);
           both.set(i, in_double[i]);
         }
