@@ -257,11 +257,15 @@ Status describe_exchange(Movement kind, const MovementArgs &args, int rank, int 
   if (rooted) BAGUA_TRY(check_root(args.root, size));
   const bool root = rooted && rank == args.root;
   const auto n = static_cast<size_t>(size);
-  Side send{"send", args.sendbuf, args.sendbuf == MPI_IN_PLACE, true, 1};
-  Side recv{"recv", args.recvbuf, args.recvbuf == MPI_IN_PLACE, true, 1};
+  // MPI reads sendbuf on every rank but scatter's non-roots, recvbuf on
+  // every rank but gather's non-roots.
+  const bool send_used = kind != Movement::scatter || root;
+  const bool recv_used = kind != Movement::gather || root;
+  Side send{"send", args.sendbuf, send_used && args.sendbuf == MPI_IN_PLACE, send_used, 1};
+  Side recv{"recv", args.recvbuf, recv_used && args.recvbuf == MPI_IN_PLACE, recv_used, 1};
   BAGUA_TRY(check_in_place(kind, send, recv, root));
-  send.significant = !send.in_place && (kind != Movement::scatter || root);
-  recv.significant = !recv.in_place && (kind != Movement::gather || root);
+  send.significant = send_used && !send.in_place;
+  recv.significant = recv_used && !recv.in_place;
   send.blocks = kind == Movement::alltoall || kind == Movement::scatter ? n : 1;
   recv.blocks = kind == Movement::scatter ? 1 : n;
   BAGUA_TRY(check_side(&send, args.sendcount, args.sendtype));

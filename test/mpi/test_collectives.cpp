@@ -65,11 +65,15 @@ TEST_CASE("bcast, gather, scatter at every root equal MPI's", "[collectives]") {
       REQUIRE(bagua_gather(mine.data(), s.count, s.type, all_got.data(), s.count, s.type, root,
                            comm.get()) == BAGUA_SUCCESS);
       if (r == root) CHECK(all_got == all_want);
-      // In place at root: its block is already in recvbuf.
+      // In place at root: its block is already in recvbuf. The other ranks'
+      // receive arguments are not significant.
       std::vector<unsigned char> in_place(b * n, 0);
       std::memcpy(in_place.data() + b * r, mine.data(), b);
-      REQUIRE(bagua_gather(r == root ? MPI_IN_PLACE : mine.data(), s.count, s.type, in_place.data(),
-                           s.count, s.type, root, comm.get()) == BAGUA_SUCCESS);
+      const bool at_root = r == root;
+      REQUIRE(bagua_gather(at_root ? MPI_IN_PLACE : mine.data(), s.count, s.type,
+                           at_root ? in_place.data() : nullptr, at_root ? s.count : -1,
+                           at_root ? s.type : MPI_DATATYPE_NULL, root,
+                           comm.get()) == BAGUA_SUCCESS);
       if (r == root) CHECK(in_place == all_want);
       const std::vector<unsigned char> blocks = input(r, b * n, 1);
       std::vector<unsigned char> part_want(b), part_got(b);
@@ -79,8 +83,10 @@ TEST_CASE("bcast, gather, scatter at every root equal MPI's", "[collectives]") {
                             comm.get()) == BAGUA_SUCCESS);
       CHECK(part_got == part_want);
       std::vector<unsigned char> kept = blocks;
-      REQUIRE(bagua_scatter(kept.data(), s.count, s.type,
-                            r == root ? MPI_IN_PLACE : part_got.data(), s.count, s.type, root,
+      // Likewise the other ranks' send arguments.
+      REQUIRE(bagua_scatter(at_root ? kept.data() : nullptr, at_root ? s.count : -1,
+                            at_root ? s.type : MPI_DATATYPE_NULL,
+                            at_root ? MPI_IN_PLACE : part_got.data(), s.count, s.type, root,
                             comm.get()) == BAGUA_SUCCESS);
       CHECK(part_got == part_want);
       CHECK(kept == blocks);
