@@ -342,8 +342,10 @@ Status average_in_group(AlgoContext &ctx, const Call &call, Schedule schedule, d
 Status run_group_average(Communicator &c, const Call &call, std::span<const int> members, int local,
                          int64_t group_id, double weight, Bytes &scratch) {
   SubgroupTransport view(c.transport(), members, local);
-  AlgoContext ctx{view, c.tags().call(static_cast<uint64_t>(group_id)),
-                  Deadline::after_ms(c.options().timeout_ms), scratch, c.options().segment_bytes};
+  // Groups cycle through the blocking calls' slots, never the point-to-point one.
+  const uint64_t slot = static_cast<uint64_t>(group_id) % c.tags().collective_slots();
+  AlgoContext ctx{view, c.tags().call(slot), Deadline::after_ms(c.options().timeout_ms), scratch,
+                  c.options().segment_bytes};
   return with_runnable_buffers(c, call, [&](const Call &ready) {
     Schedule schedule;
     BAGUA_TRY(select_schedule(SelectionSettings::from(c.options()), ready.family, ready.wire,

@@ -11,7 +11,8 @@
 //   - calls that run concurrently on a rank (nonblocking calls, buckets) get
 //     distinct slots, at most slots() of them at once;
 //   - point-to-point messages (bagua_send, bagua_recv) have the last slot
-//     to themselves: blocking calls cycle through the others;
+//     to themselves: blocking calls and partial-reduce groups cycle through
+//     the others;
 //   - successive calls reuse slots cyclically: a rank finishes a call only
 //     after receiving every message its peers send it in that call, and
 //     messages between two ranks with equal tags keep their order, so a
