@@ -278,3 +278,14 @@ TEST_CASE("algorithm names and bagua_allreduce_alg", "[collectives]") {
                                          comm.get(), BAGUA_ALGORITHM_SIGN),
                      BAGUA_ERR_INVALID_ARGUMENT, "bagua_allreduce_sign");
 }
+
+TEST_CASE("a receive whose message never comes times out and breaks the communicator",
+          "[collectives]") {
+  test::ScopedComm comm({{"BAGUA_TIMEOUT_MS", "300"}});
+  int value = 0;
+  if (test::world_rank() == 0) {
+    test::expect_error(bagua_recv(&value, 1, MPI_INT, 1, 0, comm.get()), BAGUA_ERR_TIMEOUT,
+                       "bagua_recv");
+    test::expect_error(bagua_barrier(comm.get()), BAGUA_ERR_COMM_BROKEN, "bagua_barrier");
+  }
+}
