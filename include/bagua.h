@@ -278,9 +278,11 @@ BAGUA_API int bagua_allreduce_bf16_c(const void *sendbuf, void *recvbuf, MPI_Cou
 
 /*
  * Exact, MPI-shaped data movement that runs entirely over bagua's own
- * transport of the communicator (BAGUA_TRANSPORT), with the communicator's
- * bagua rank and size: no MPI call touches comm after its bagua state
- * exists. Common rules of the calls below:
+ * transport of the communicator (BAGUA_TRANSPORT), with the rank and size of
+ * the communicator's bagua state: bytes move only through that transport
+ * (point-to-point on bagua's duplicate of comm, or UCX), never through MPI
+ * collectives or MPI_Comm_rank / MPI_Comm_size on comm. Common rules of the
+ * calls below:
  *
  * - Arguments as their MPI counterparts (MPI_Barrier, MPI_Bcast, ...),
  *   significant on the same ranks; MPI_IN_PLACE where MPI allows it
