@@ -12,6 +12,7 @@
 
 #include "bagua.h"
 #include "base/env.hpp"
+#include "core/collectives.hpp"
 #include "core/options.hpp"
 #include "core/select.hpp"
 #include "core/support.hpp"
@@ -30,6 +31,7 @@ void print_support() {
   std::printf("| --- | --- | --- | --- | --- |\n");
   for (const bagua::SupportRow &row : bagua::support_matrix())
     std::printf("%s\n", bagua::support_row_text(row).c_str());
+  std::printf("# Data movement: %s\n", bagua::movement_support_text());
 }
 
 // The selection rules of the blocking calls under the current environment.

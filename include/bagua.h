@@ -178,6 +178,21 @@ typedef enum {
 } bagua_algorithm;
 
 /**
+ * The wire name of an algorithm: "exact", "q8", "q4", "fp16", "bf16" or
+ * "sign" (the names bagua-info, BAGUA_PMPI and the trainer use). Returns
+ * NULL for a value that is not a bagua_algorithm. Local.
+ */
+BAGUA_API const char *bagua_algorithm_name(bagua_algorithm algorithm);
+
+/**
+ * The algorithm whose wire name (bagua_algorithm_name) is `name`, exactly.
+ * Local.
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL name or out, or an
+ *         unknown name; the message lists the names).
+ */
+BAGUA_API int bagua_algorithm_from_name(const char *name, bagua_algorithm *out);
+
+/**
  * The bytes this rank sends in one flat allreduce of `count` elements of
  * `datatype` on `comm` with `algorithm`, as the selection policy would run it
  * now (BAGUA_ALLREDUCE_ALGO, BAGUA_RING_THRESHOLD, BAGUA_CODEC_BLOCK, BAGUA_Q4_BLOCK,
@@ -231,6 +246,18 @@ BAGUA_API int bagua_encoded_bytes(bagua_algorithm algorithm, MPI_Count count, MP
 BAGUA_API int bagua_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                               MPI_Op op, MPI_Comm comm);
 
+/**
+ * Allreduce with the algorithm chosen at run time: the same call as
+ * bagua_allreduce (BAGUA_ALGORITHM_EXACT), bagua_allreduce_q8, _q4, _fp16 or
+ * _bf16, with their datatypes, ops, guarantees and errors. Every rank must
+ * pass the same algorithm (a different one is BAGUA_ERR_MISMATCH).
+ * BAGUA_ALGORITHM_SIGN is refused (BAGUA_ERR_INVALID_ARGUMENT): it needs its
+ * error-feedback state, see bagua_allreduce_sign.
+ */
+BAGUA_API int bagua_allreduce_alg(const void *sendbuf, void *recvbuf, int count,
+                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                  bagua_algorithm algorithm);
+
 /* Large-count variants (MPI-4 style): count as MPI_Count, otherwise the same
  * as the call without _c. Buffers above INT_MAX bytes or elements work. */
 BAGUA_API int bagua_allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count,
@@ -243,6 +270,105 @@ BAGUA_API int bagua_allreduce_fp16_c(const void *sendbuf, void *recvbuf, MPI_Cou
                                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 BAGUA_API int bagua_allreduce_bf16_c(const void *sendbuf, void *recvbuf, MPI_Count count,
                                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+
+/* ----------------------------------------------------------------------------
+ * Data-movement collectives and point-to-point messages
+ * ------------------------------------------------------------------------- */
+/* @section collectives */
+
+/*
+ * Exact, MPI-shaped data movement that runs entirely over bagua's own
+ * transport of the communicator (BAGUA_TRANSPORT), with the rank and size of
+ * the communicator's bagua state: bytes move only through that transport
+ * (point-to-point on bagua's duplicate of comm, or UCX), never through MPI
+ * collectives or MPI_Comm_rank / MPI_Comm_size on comm. Common rules of the
+ * calls below:
+ *
+ * - Arguments as their MPI counterparts (MPI_Barrier, MPI_Bcast, ...),
+ *   significant on the same ranks; MPI_IN_PLACE where MPI allows it
+ *   (bagua_allgather, bagua_alltoall, bagua_reduce_scatter_block, the
+ *   root's sendbuf of bagua_gather and recvbuf of bagua_scatter).
+ * - Datatypes: contiguous predefined ones (MPI_INT, MPI_BYTE, MPI_DOUBLE,
+ *   ...) and BAGUA_FLOAT16 / BAGUA_BFLOAT16; derived datatypes return
+ *   BAGUA_ERR_INVALID_ARGUMENT. Where a call has send and receive types,
+ *   sendcount x sendtype and recvcount x recvtype must be the same number
+ *   of bytes (BAGUA_ERR_INVALID_ARGUMENT otherwise). Host memory only.
+ * - Before data moves the ranks compare a fingerprint of the call
+ *   (collective, bytes per rank, datatype, op, root; BAGUA_CHECK_CALLS):
+ *   ranks whose calls differ all return BAGUA_ERR_MISMATCH and no buffer is
+ *   written past its end.
+ * - Blocking; bounded by BAGUA_TIMEOUT_MS; a timeout, transport failure or
+ *   mismatch breaks the communicator (BAGUA_ERR_COMM_BROKEN afterwards), as
+ *   for every bagua collective. Thread rules as bagua_allreduce.
+ *
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL buffer with data,
+ *         negative count, root or peer out of range, MPI_IN_PLACE where MPI
+ *         does not allow it, overlapping buffers, unsupported datatype,
+ *         device memory), BAGUA_ERR_TIMEOUT, BAGUA_ERR_MISMATCH,
+ *         BAGUA_ERR_TRANSPORT, BAGUA_ERR_COMM_BROKEN,
+ *         BAGUA_ERR_OUT_OF_MEMORY, BAGUA_ERR_NOT_INITIALIZED.
+ */
+
+/** Barrier (dissemination: ceil(log2 n) rounds of one-byte messages). */
+BAGUA_API int bagua_barrier(MPI_Comm comm);
+
+/** Broadcast of count elements from root (binomial tree). */
+BAGUA_API int bagua_bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
+
+/** Allgather: block i of recvbuf (recvcount elements) is rank i's sendbuf
+ *  (ring, n - 1 steps). MPI_IN_PLACE as sendbuf: this rank's block is
+ *  already in recvbuf. */
+BAGUA_API int bagua_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                              void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+
+/** Gather to root: block i of root's recvbuf is rank i's sendbuf (each rank
+ *  sends to root directly). MPI_IN_PLACE as root's sendbuf: its block is
+ *  already in recvbuf. */
+BAGUA_API int bagua_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                           int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+
+/** Scatter from root: rank i's recvbuf receives block i of root's sendbuf
+ *  (root sends to each rank directly). MPI_IN_PLACE as root's recvbuf: its
+ *  block stays in sendbuf. */
+BAGUA_API int bagua_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                            void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+                            MPI_Comm comm);
+
+/** All-to-all: block j of rank i's recvbuf is block i of rank j's sendbuf
+ *  (pairwise exchange, n - 1 steps). MPI_IN_PLACE as sendbuf: the blocks are
+ *  taken from recvbuf (copied once first). */
+BAGUA_API int bagua_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                             void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+
+/**
+ * Reduce-scatter of equal blocks: sendbuf holds n blocks of recvcount
+ * elements; rank i's recvbuf receives block i of the elementwise reduction
+ * over the ranks (the exact allreduce's ring, its reduce-scatter phase).
+ * MPI_IN_PLACE as sendbuf: the input is recvbuf's n blocks and the result
+ * is written to its first block. Datatypes and ops of bagua_allreduce
+ * (MPI_FLOAT, MPI_DOUBLE, BAGUA_FLOAT16, BAGUA_BFLOAT16; MPI_SUM, MPI_MAX,
+ * MPI_MIN, BAGUA_AVG), with its arithmetic, and MPI_PROD; others return
+ * BAGUA_ERR_UNSUPPORTED_DATATYPE or BAGUA_ERR_UNSUPPORTED_OP.
+ */
+BAGUA_API int bagua_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+
+/**
+ * Blocking point-to-point messages, arguments as MPI_Send / MPI_Recv
+ * without the status. tag in [0, 32767], on a tag space of their own that
+ * collectives never match. A receive takes the earliest message from
+ * source with its tag; messages of other tags that arrive first wait in
+ * bagua until received. dest / source must be another rank of comm
+ * (MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_PROC_NULL and messages to oneself are
+ * BAGUA_ERR_INVALID_ARGUMENT). The receive's count x datatype must be the
+ * message's size exactly (BAGUA_ERR_MISMATCH otherwise, which breaks the
+ * communicator). A receive that gets no message within BAGUA_TIMEOUT_MS
+ * returns BAGUA_ERR_TIMEOUT.
+ */
+BAGUA_API int bagua_send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                         MPI_Comm comm);
+BAGUA_API int bagua_recv(void *buf, int count, MPI_Datatype datatype, int source, int tag,
+                         MPI_Comm comm);
 
 /* ----------------------------------------------------------------------------
  * Compressed allreduce (q8, q4, fp16/bf16 cast, 1-bit sign)

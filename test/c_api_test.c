@@ -1,5 +1,6 @@
 /* The public header compiles as C and the library links from a C program;
- * runs a small allreduce with closed-form expected values. */
+ * runs a small allreduce and a broadcast with closed-form expected values,
+ * and looks an algorithm up by name. */
 #include <stdio.h>
 
 #include "bagua.h"
@@ -17,6 +18,11 @@ int main(int argc, char **argv) {
     wrong = 1;
   }
   wrong += x[0] != size * (size - 1) / 2.0 || x[1] != size || x[2] != -x[0];
+  int value = rank == 0 ? 42 : 0;
+  wrong += bagua_bcast(&value, 1, MPI_INT, 0, MPI_COMM_WORLD) != BAGUA_SUCCESS || value != 42;
+  bagua_algorithm algorithm = BAGUA_ALGORITHM_EXACT;
+  wrong += bagua_algorithm_from_name("q8", &algorithm) != BAGUA_SUCCESS ||
+           algorithm != BAGUA_ALGORITHM_Q8;
   wrong += bagua_finalize() != BAGUA_SUCCESS;
   MPI_Finalize();
   wrong += bagua_finalize() != BAGUA_ERR_NOT_INITIALIZED; /* after MPI_Finalize */

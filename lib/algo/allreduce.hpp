@@ -19,6 +19,11 @@ struct AllreduceArgs {
 // 2(n-1)/n of the buffer sent per rank (bandwidth-optimal).
 Status allreduce_ring(AlgoContext &ctx, const AllreduceArgs &args);
 
+// The ring's reduce-scatter phase alone: rank r ends with chunk r of the
+// reduction (RingPlan's chunks of count elements among n) in dst, at its
+// place in the buffer; dst's other chunks are scratch.
+Status reduce_scatter_ring(AlgoContext &ctx, const AllreduceArgs &args);
+
 // Recursive doubling with folding of the ranks above the largest power of two:
 // ceil(log2 n) (+2) rounds of whole-buffer exchange (latency-optimal).
 Status allreduce_recursive_doubling(AlgoContext &ctx, const AllreduceArgs &args);

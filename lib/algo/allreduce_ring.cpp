@@ -13,9 +13,11 @@ namespace {
 // 0..n-2 reduce the received chunk (reduce-scatter), the rest store it
 // (allgather). The chunk received at step g is the one sent at step g + 1,
 // so each segment is forwarded the moment it is ready (segment pipelining).
+// A reduce-scatter runs the first n - 1 steps only, with the chunks shifted by
+// one so that rank r ends holding the reduced chunk r.
 class Ring {
  public:
-  Ring(AlgoContext &ctx, const AllreduceArgs &args)
+  Ring(AlgoContext &ctx, const AllreduceArgs &args, bool reduce_scatter)
       : ctx_(ctx),
         args_(args),
         t_(ctx.transport),
@@ -23,7 +25,8 @@ class Ring {
         r_(t_.rank()),
         esize_(dtype_size(args.dtype)),
         plan_(args.count, n_, ctx.segment_bytes / esize_),
-        steps_(2 * (n_ - 1)),
+        shift_(reduce_scatter ? 1 : 0),
+        steps_(reduce_scatter ? n_ - 1 : 2 * (n_ - 1)),
         recvs_(t_, steps_, [&](size_t g) { return plan_.segments(recv_chunk(int(g))); }),
         sends_(t_, steps_, [&](size_t g) { return plan_.segments(send_chunk(int(g))); }) {}
 
@@ -40,8 +43,8 @@ class Ring {
   }
 
  private:
-  int send_chunk(int g) const { return ring_mod(r_ - g, n_); }
-  int recv_chunk(int g) const { return ring_mod(r_ - g - 1, n_); }
+  int send_chunk(int g) const { return ring_mod(r_ - g - shift_, n_); }
+  int recv_chunk(int g) const { return ring_mod(r_ - g - 1 - shift_, n_); }
   bool reducing(int g) const { return g < n_ - 1; }
   unsigned char *at(const void *base, Range s) const {
     return static_cast<unsigned char *>(const_cast<void *>(base)) + s.begin * esize_;
@@ -105,9 +108,18 @@ class Ring {
   const int n_, r_;
   const size_t esize_;
   const RingPlan plan_;
-  const int steps_;
+  const int shift_, steps_;
   RequestSet recvs_, sends_;
 };
+
+// One rank, or nothing to reduce: the input is the result.
+Status run_ring(AlgoContext &ctx, const AllreduceArgs &args, bool reduce_scatter) {
+  if (ctx.transport.size() == 1 || args.count == 0) {
+    if (args.src != args.dst) std::memcpy(args.dst, args.src, args.count * dtype_size(args.dtype));
+    return BAGUA_SUCCESS;
+  }
+  return Ring(ctx, args, reduce_scatter).run();
+}
 
 }  // namespace
 
@@ -120,11 +132,11 @@ size_t ring_bytes_sent(size_t count, DType t, int rank, int ranks) {
 }
 
 Status allreduce_ring(AlgoContext &ctx, const AllreduceArgs &args) {
-  if (ctx.transport.size() == 1 || args.count == 0) {
-    if (args.src != args.dst) std::memcpy(args.dst, args.src, args.count * dtype_size(args.dtype));
-    return BAGUA_SUCCESS;
-  }
-  return Ring(ctx, args).run();
+  return run_ring(ctx, args, false);
+}
+
+Status reduce_scatter_ring(AlgoContext &ctx, const AllreduceArgs &args) {
+  return run_ring(ctx, args, true);
 }
 
 }  // namespace bagua

@@ -17,6 +17,12 @@ struct Max {
     return b > a ? b : a;
   }
 };
+struct Prod {
+  template <class C>
+  static C apply(C a, C b) {
+    return a * b;
+  }
+};
 struct Min {
   template <class C>
   static C apply(C a, C b) {
@@ -37,6 +43,7 @@ void combine_op(void *dst, const void *a, const void *b, size_t n, ReduceOp op) 
     case ReduceOp::avg: return combine<E, Sum>(dst, a, b, n);
     case ReduceOp::max: return combine<E, Max>(dst, a, b, n);
     case ReduceOp::min: return combine<E, Min>(dst, a, b, n);
+    case ReduceOp::prod: return combine<E, Prod>(dst, a, b, n);
   }
 }
 

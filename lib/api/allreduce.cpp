@@ -2,6 +2,8 @@
 // large-count variants, and bagua_allreduce_bytes. Each is: describe the
 // call, check it against the support matrix, run it (core/run.hpp).
 #include <climits>
+#include <cstring>
+#include <string>
 
 #include "../core/comm.hpp"
 #include "../core/run.hpp"
@@ -34,6 +36,34 @@ Status wire_from_c(bagua_algorithm algorithm, Wire *out) {
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "algorithm %d is not a bagua_algorithm", value);
   *out = static_cast<Wire>(value);
   return BAGUA_SUCCESS;
+}
+
+// The wire named `name` (the wire list's names, exactly).
+Status wire_from_name(const char *name, bagua_algorithm *out) {
+  if (name == nullptr || out == nullptr)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s is NULL", name == nullptr ? "name" : "out");
+  std::string names;
+  for (int w = 0; w < kWires; ++w) {
+    const char *known = wire_name(static_cast<Wire>(w));
+    if (std::strcmp(name, known) == 0) {
+      *out = static_cast<bagua_algorithm>(w);
+      return BAGUA_SUCCESS;
+    }
+    names += (w > 0 ? ", " : "") + std::string(known);
+  }
+  return fail(BAGUA_ERR_INVALID_ARGUMENT, "unknown algorithm \"%s\"; the names are %s", name,
+              names.c_str());
+}
+
+// The named entry points' path for a run-time algorithm; sign needs its state.
+Status allreduce_with(bagua_algorithm algorithm, const void *sendbuf, void *recvbuf, int count,
+                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  Wire wire = Wire::exact;
+  BAGUA_TRY(wire_from_c(algorithm, &wire));
+  if (wire == Wire::sign)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "the sign algorithm needs its error-feedback state; call bagua_allreduce_sign");
+  return allreduce(wire, sendbuf, recvbuf, count, datatype, op, comm);
 }
 
 // A call of `count` elements to size (no buffers), with this process's options.
@@ -119,5 +149,25 @@ extern "C" int bagua_allreduce_bytes(bagua_algorithm algorithm, MPI_Count count,
                                      MPI_Datatype datatype, MPI_Comm comm, MPI_Count *bytes) {
   return bagua::guard("bagua_allreduce_bytes", [&] {
     return bagua::allreduce_bytes(algorithm, count, datatype, comm, bytes);
+  });
+}
+
+extern "C" const char *bagua_algorithm_name(bagua_algorithm algorithm) {
+  // Read as an int, as wire_from_c does, without setting the last error.
+  const int value = static_cast<int>(algorithm);
+  if (value < 0 || value >= bagua::kWires) return nullptr;
+  return bagua::wire_name(static_cast<bagua::Wire>(value));
+}
+
+extern "C" int bagua_algorithm_from_name(const char *name, bagua_algorithm *out) {
+  return bagua::guard("bagua_algorithm_from_name",
+                      [&] { return bagua::wire_from_name(name, out); });
+}
+
+extern "C" int bagua_allreduce_alg(const void *sendbuf, void *recvbuf, int count,
+                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                   bagua_algorithm algorithm) {
+  return bagua::guard("bagua_allreduce_alg", [&] {
+    return bagua::allreduce_with(algorithm, sendbuf, recvbuf, count, datatype, op, comm);
   });
 }

@@ -7,6 +7,7 @@
 #include "../core/bucket_comm.hpp"
 #include "../core/nonblocking.hpp"
 #include "../core/runtime.hpp"
+#include "../core/support.hpp"
 #include "guard.hpp"
 
 struct bagua_bucket_comm_s {
@@ -42,7 +43,10 @@ Status algorithm_from_c(const bagua_bucket_algorithm_config &in, BucketAlgorithm
     out->op = ReduceOp::avg;
     return BAGUA_SUCCESS;
   }
-  return op_from_mpi(in.op, &out->op);
+  BAGUA_TRY(op_from_mpi(in.op, &out->op));
+  // An op no bucket algorithm offers (the exact one offers most) fails here,
+  // not at the first bucket.
+  return check_op(Family::bucket, Wire::exact, out->op);
 }
 
 Status config_init(bagua_bucket_config *config) {

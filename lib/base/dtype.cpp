@@ -19,6 +19,7 @@ const char *op_name(ReduceOp op) {
     case ReduceOp::max: return "MPI_MAX";
     case ReduceOp::min: return "MPI_MIN";
     case ReduceOp::avg: return "BAGUA_AVG";
+    case ReduceOp::prod: return "MPI_PROD";
   }
   return "?";
 }

@@ -10,7 +10,7 @@
 
 namespace bagua {
 
-enum class ReduceOp : uint8_t { sum, max, min, avg };
+enum class ReduceOp : uint8_t { sum, max, min, avg, prod };
 
 // What crosses the wire: exact elements, or one of the codecs.
 // The values are those of bagua_algorithm (include/bagua.h).

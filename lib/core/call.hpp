@@ -18,15 +18,16 @@ namespace bagua {
 
 // The collective families: one row group of the support matrix each.
 enum class Family : uint8_t {
-  allreduce,      // bagua_allreduce, bagua_allreduce_q8/q4/fp16/bf16/sign
-  iallreduce,     // bagua_iallreduce, bagua_iallreduce_q8/q4
-  bucket,         // the bucketed communicator's buckets
-  partial,        // bagua_partial_reduce
-  decentralized,  // bagua_decentralized_average
-  lowprec,        // bagua_lowprec_*
-  async,          // bagua_async_average_*
+  allreduce,       // bagua_allreduce, bagua_allreduce_q8/q4/fp16/bf16/sign
+  iallreduce,      // bagua_iallreduce, bagua_iallreduce_q8/q4
+  bucket,          // the bucketed communicator's buckets
+  partial,         // bagua_partial_reduce
+  decentralized,   // bagua_decentralized_average
+  lowprec,         // bagua_lowprec_*
+  async,           // bagua_async_average_*
+  reduce_scatter,  // bagua_reduce_scatter_block
 };
-constexpr int kFamilies = 7;
+constexpr int kFamilies = 8;
 
 // Error-feedback residuals of the sign codec (bagua_sign_state_t), float32:
 // `contribution` indexed like the user's buffer, `reduced` like the chunk

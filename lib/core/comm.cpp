@@ -175,7 +175,11 @@ Status ExclusiveUse::status() const {
               "thread, e.g. MPI_Comm_dup)");
 }
 
-AlgoContext Communicator::next_call() { return call_in_slot(next_slot_++, scratch_); }
+AlgoContext Communicator::next_call() {
+  return call_in_slot(next_slot_++ % tags_.collective_slots(), scratch_);
+}
+
+AlgoContext Communicator::point_to_point() { return call_in_slot(tags_.p2p_slot(), scratch_); }
 
 AlgoContext Communicator::call_in_slot(uint64_t slot, Bytes &scratch) {
   return AlgoContext{*transport_, tags_.call(slot), Deadline::after_ms(options_.timeout_ms),

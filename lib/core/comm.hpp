@@ -30,8 +30,8 @@ class CommExtension {
  public:
   virtual ~CommExtension() = default;
 };
-enum class ExtensionKey : uint8_t { partial, nonblocking };
-constexpr size_t kExtensionKeys = 2;
+enum class ExtensionKey : uint8_t { partial, nonblocking, p2p };
+constexpr size_t kExtensionKeys = 3;
 
 class Communicator {
  public:
@@ -59,9 +59,13 @@ class Communicator {
   // Fails when an earlier call broke this communicator.
   Status check_usable() const { return failure_.check(); }
 
-  // A fresh context for the next blocking call (the next tag slot); every
-  // rank calls in the same order so the tags agree.
+  // A fresh context for the next blocking call (the next tag slot, never
+  // the point-to-point one); every rank calls in the same order so the tags
+  // agree.
   AlgoContext next_call();
+  // A context for a point-to-point message (bagua_send, bagua_recv): the
+  // layout's point-to-point slot, which no collective uses.
+  AlgoContext point_to_point();
   // A context for a call in tag slot `slot` (concurrent or controller-
   // numbered calls: nonblocking, buckets, partial-reduce groups), with its
   // own scratch.

@@ -159,8 +159,15 @@ Status with_runnable_buffers(Communicator &c, const Call &call, Body &&body) {
 
 }  // namespace
 
-uint32_t call_fingerprint(const Call &call, Schedule schedule, uint64_t extra) {
+uint32_t fingerprint_of(std::span<const uint64_t> fields) {
   // FNV-1a over the fields every rank must pass alike.
+  uint32_t hash = 2166136261u;
+  for (uint64_t field : fields)
+    for (int byte = 0; byte < 8; ++byte) hash = (hash ^ uint8_t(field >> (8 * byte))) * 16777619u;
+  return hash;
+}
+
+uint32_t call_fingerprint(const Call &call, Schedule schedule, uint64_t extra) {
   const uint64_t fields[] = {uint64_t(call.family),
                              uint64_t(call.wire),
                              uint64_t(schedule),
@@ -168,20 +175,23 @@ uint32_t call_fingerprint(const Call &call, Schedule schedule, uint64_t extra) {
                              uint64_t(call.dtype),
                              uint64_t(call.op),
                              extra};
-  uint32_t hash = 2166136261u;
-  for (uint64_t field : fields)
-    for (int byte = 0; byte < 8; ++byte) hash = (hash ^ uint8_t(field >> (8 * byte))) * 16777619u;
-  return hash;
+  return fingerprint_of(fields);
+}
+
+Status agree_on_fingerprint(AlgoContext &ctx, uint32_t mine, bool *same) {
+  // max(fp) == -max(-fp) holds only when every rank has the same fp.
+  double v[2] = {double(mine), -double(mine)};
+  BAGUA_TRY(allreduce_recursive_doubling(ctx, {v, v, 2, DType::f64, ReduceOp::max}));
+  *same = v[0] == -v[1];
+  return BAGUA_SUCCESS;
 }
 
 Status agree_on_call(AlgoContext &ctx, const Call &call, Schedule schedule,
                      const Options &options) {
   if (!options.check_calls || ctx.transport.size() == 1) return BAGUA_SUCCESS;
-  const uint32_t mine = call_fingerprint(call, schedule);
-  // max(fp) == -max(-fp) holds only when every rank has the same fp.
-  double v[2] = {double(mine), -double(mine)};
-  BAGUA_TRY(allreduce_recursive_doubling(ctx, {v, v, 2, DType::f64, ReduceOp::max}));
-  if (v[0] != -v[1]) return mismatch(call, "the ranks");
+  bool same = false;
+  BAGUA_TRY(agree_on_fingerprint(ctx, call_fingerprint(call, schedule), &same));
+  if (!same) return mismatch(call, "the ranks");
   return BAGUA_SUCCESS;
 }
 
@@ -332,8 +342,10 @@ Status average_in_group(AlgoContext &ctx, const Call &call, Schedule schedule, d
 Status run_group_average(Communicator &c, const Call &call, std::span<const int> members, int local,
                          int64_t group_id, double weight, Bytes &scratch) {
   SubgroupTransport view(c.transport(), members, local);
-  AlgoContext ctx{view, c.tags().call(static_cast<uint64_t>(group_id)),
-                  Deadline::after_ms(c.options().timeout_ms), scratch, c.options().segment_bytes};
+  // Groups cycle through the blocking calls' slots, never the point-to-point one.
+  const uint64_t slot = static_cast<uint64_t>(group_id) % c.tags().collective_slots();
+  AlgoContext ctx{view, c.tags().call(slot), Deadline::after_ms(c.options().timeout_ms), scratch,
+                  c.options().segment_bytes};
   return with_runnable_buffers(c, call, [&](const Call &ready) {
     Schedule schedule;
     BAGUA_TRY(select_schedule(SelectionSettings::from(c.options()), ready.family, ready.wire,

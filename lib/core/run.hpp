@@ -22,6 +22,9 @@ class Communicator;
 // memory type (device codecs run on the user communicator's CUDA stream).
 std::unique_ptr<ChunkCodec> make_call_codec(const Call &call, int ranks, const Options &options);
 
+// A 32-bit hash (FNV-1a) of fields every rank must pass alike.
+uint32_t fingerprint_of(std::span<const uint64_t> fields);
+
 // A 32-bit fingerprint of what ranks must agree on in `call` (family, wire
 // format, schedule, count, datatype, op) and `extra` (e.g. a peer mode).
 uint32_t call_fingerprint(const Call &call, Schedule schedule, uint64_t extra = 0);
@@ -31,6 +34,9 @@ uint32_t call_fingerprint(const Call &call, Schedule schedule, uint64_t extra = 
 // tags, completed before the algorithm posts anything), and all return
 // BAGUA_ERR_MISMATCH if not. Skipped with BAGUA_CHECK_CALLS=0.
 Status agree_on_call(AlgoContext &ctx, const Call &call, Schedule schedule, const Options &options);
+// The agreement itself: *same is whether every rank of ctx passed `mine`
+// (a 16-byte recursive doubling in the call's own tags).
+Status agree_on_fingerprint(AlgoContext &ctx, uint32_t mine, bool *same);
 // The same between this rank and each of `peers` (pairwise exchanges), for
 // calls among a few peers; `extra` joins the fingerprint (mode, round).
 Status agree_with_peers(AlgoContext &ctx, const Call &call, uint64_t extra,

@@ -136,10 +136,13 @@ Status op_from_mpi(MPI_Op op, ReduceOp *out) {
     *out = ReduceOp::max;
   else if (op == MPI_MIN)
     *out = ReduceOp::min;
+  else if (op == MPI_PROD)
+    *out = ReduceOp::prod;
   else if (op != MPI_OP_NULL && op == handles.avg)
     *out = ReduceOp::avg;
   else
-    return fail(BAGUA_ERR_UNSUPPORTED_OP, "op is not MPI_SUM, MPI_MAX, MPI_MIN or BAGUA_AVG");
+    return fail(BAGUA_ERR_UNSUPPORTED_OP,
+                "op is not MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD or BAGUA_AVG");
   return BAGUA_SUCCESS;
 }
 

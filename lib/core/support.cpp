@@ -48,6 +48,7 @@ constexpr SupportRow kMatrix[] = {
     {F::decentralized, W::exact, kAllTypes, kAverage, kAnyMemory},
     {F::lowprec, W::q8, kCodecTypes, kAverage, kAnyMemory},
     {F::async, W::exact, kAllTypes, kAverage, kAnyMemory},
+    {F::reduce_scatter, W::exact, kAllTypes, kAllOps | bit(ReduceOp::prod), bit(Memory::host)},
 };
 
 const SupportRow *find_row(Family family, Wire wire) {
@@ -84,6 +85,7 @@ const char *family_name(Family f) {
     case Family::decentralized: return "decentralized";
     case Family::lowprec: return "lowprec";
     case Family::async: return "async";
+    case Family::reduce_scatter: return "reduce_scatter_block";
   }
   return "?";
 }
@@ -92,7 +94,7 @@ std::string dtype_list(uint8_t dtypes) {
   return list_of(dtypes, 4, [](int i) { return dtype_name(DType(i)); });
 }
 std::string op_list(uint8_t ops) {
-  return list_of(ops, 4, [](int i) { return op_name(ReduceOp(i)); });
+  return list_of(ops, 5, [](int i) { return op_name(ReduceOp(i)); });
 }
 std::string memory_list(uint8_t memory) {
   return list_of(memory, 2, [](int i) { return i == 0 ? "host" : "cuda"; });
@@ -103,6 +105,14 @@ std::string support_row_text(const SupportRow &row) {
          dtype_list(row.dtypes) + " | " + op_list(row.ops) + " | " + memory_list(row.memory) + " |";
 }
 
+Status check_op(Family family, Wire wire, ReduceOp op) {
+  const SupportRow *row = find_row(family, wire);
+  if (row != nullptr && !(row->ops & bit(op)))
+    return fail(BAGUA_ERR_UNSUPPORTED_OP, "op must be %s for %s (got %s)",
+                op_list(row->ops).c_str(), wire_name(wire), op_name(op));
+  return BAGUA_SUCCESS;
+}
+
 Status check_support(Family family, Wire wire, DType t, ReduceOp op, Memory memory) {
   const SupportRow *row = find_row(family, wire);
   if (row == nullptr)
@@ -111,9 +121,7 @@ Status check_support(Family family, Wire wire, DType t, ReduceOp op, Memory memo
   if (!(row->dtypes & bit(t)))
     return fail(BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype must be %s for %s (got %s)",
                 dtype_list(row->dtypes).c_str(), wire_name(wire), dtype_name(t));
-  if (!(row->ops & bit(op)))
-    return fail(BAGUA_ERR_UNSUPPORTED_OP, "op must be %s for %s (got %s)",
-                op_list(row->ops).c_str(), wire_name(wire), op_name(op));
+  BAGUA_TRY(check_op(family, wire, op));
   if (!(row->memory & bit(memory)))
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
                 "CUDA device buffers are not supported by %s with %s; pass host memory",

@@ -23,6 +23,8 @@ std::span<const SupportRow> support_matrix();
 
 // Checks one call's combination; the message names the rule it broke.
 Status check_support(Family family, Wire wire, DType t, ReduceOp op, Memory memory);
+// Only the op (a family and wire without a row pass).
+Status check_op(Family family, Wire wire, ReduceOp op);
 
 const char *family_name(Family f);
 // "MPI_FLOAT, BAGUA_FLOAT16 or BAGUA_BFLOAT16" for a dtype bit set.

@@ -10,6 +10,9 @@
 // Within one communicator:
 //   - calls that run concurrently on a rank (nonblocking calls, buckets) get
 //     distinct slots, at most slots() of them at once;
+//   - point-to-point messages (bagua_send, bagua_recv) have the last slot
+//     to themselves: blocking calls and partial-reduce groups cycle through
+//     the others;
 //   - successive calls reuse slots cyclically: a rank finishes a call only
 //     after receiving every message its peers send it in that call, and
 //     messages between two ranks with equal tags keep their order, so a
@@ -41,6 +44,10 @@ class TagLayout {
   uint32_t slots() const { return uint32_t{1} << slot_bits_; }
   // The tags of a call in `slot` (taken modulo slots()).
   CallTags call(uint64_t slot) const;
+  // The slots blocking collectives cycle through: all but the last.
+  uint32_t collective_slots() const { return slots() - 1; }
+  // The slot of point-to-point messages: the last one.
+  uint64_t p2p_slot() const { return slots() - 1; }
 
  private:
   int slot_bits_ = kMinSlotBits;

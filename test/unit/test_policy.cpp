@@ -113,6 +113,10 @@ TEST_CASE("the support matrix: codecs take float types and sums; exact takes all
         BAGUA_ERR_INVALID_ARGUMENT);
   CHECK(check_support(Family::lowprec, Wire::q8, DType::f64, ReduceOp::avg, Memory::host) ==
         BAGUA_ERR_UNSUPPORTED_DATATYPE);
+  CHECK(check_support(Family::reduce_scatter, Wire::exact, DType::bf16, ReduceOp::min,
+                      Memory::host) == BAGUA_SUCCESS);
+  CHECK(check_support(Family::reduce_scatter, Wire::exact, DType::f32, ReduceOp::sum,
+                      Memory::cuda) == BAGUA_ERR_INVALID_ARGUMENT);
 }
 
 TEST_CASE("doc/api.md lists the support matrix as the library has it", "[support][doc]") {
