@@ -371,10 +371,19 @@ def test_backend_collectives(bagua_group):
     check(raises(RuntimeError, lambda: dist.all_reduce(torch.ones(4).to_sparse(),
                                                        group=bagua_group), "Sparse"),
           "backend sparse all_reduce: no clear error")
-    check(raises(RuntimeError, lambda: dist.all_reduce(torch.ones(2, dtype=torch.float16),
-                                                       op=dist.ReduceOp.PRODUCT,
-                                                       group=bagua_group), "float16"),
-          "backend float16 product: no clear error")
+    half_product = torch.full((2,), 1.0 + RANK, dtype=torch.float16)
+    dist.all_reduce(half_product, op=dist.ReduceOp.PRODUCT, group=bagua_group)
+    check(torch.equal(half_product, torch.full((2,), float(math.factorial(SIZE)),
+                                               dtype=torch.float16)),
+          f"backend float16 product: {half_product}")
+    check(raises(RuntimeError, lambda: dist.all_reduce(torch.ones(2, dtype=torch.int64),
+                                                       op=dist.ReduceOp.AVG, group=bagua_group),
+                 "does not take torch.int64"), "backend int64 average: no clear error")
+    int_scatter = torch.empty(2, dtype=torch.int64)
+    dist.reduce_scatter_tensor(int_scatter, torch.arange(2 * SIZE) + RANK, op=dist.ReduceOp.MAX,
+                               group=bagua_group)
+    check(torch.equal(int_scatter, torch.arange(2) + 2 * RANK + SIZE - 1),
+          f"backend int64 reduce_scatter_tensor MAX: {int_scatter}")
 
 
 def test_backend_rooted(bagua_group):

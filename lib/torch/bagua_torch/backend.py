@@ -30,7 +30,8 @@ def _create(backend_options, pg_options):
                          "initialise with bagua_torch.init() so that they agree")
     algorithm = (getattr(pg_options, "algorithm", None)
                  or os.environ.get("BAGUA_TORCH_ALGORITHM") or "exact")
-    return _C.Backend(comm, algorithm)
+    messages = world.create_group(ranks) if ranks else world.dup()  # send and recv
+    return _C.Backend(comm, messages, algorithm)
 
 
 def register_backend():

@@ -1,14 +1,19 @@
-// The c10d backend "bagua" (doc/pytorch.md), a c10d::Backend for CPU tensors:
+// The c10d backend "bagua" (doc/pytorch.md), a c10d::Backend for CPU tensors
+// whose every op runs on bagua's own calls (so it works as well on a
+// communicator formed without an MPI launcher, bagua_comm_create_oob):
 // allreduce (the group's bagua wire for floating sums, exact bagua for the
-// other floating reductions, MPI for integers and products), broadcast,
-// allgather, all_gather_into_tensor, gather, scatter, reduce, reduce_scatter,
-// reduce_scatter_tensor (both also coalesced, as FSDP2 calls them), alltoall,
-// barrier, send and recv. Collectives run on
-// one worker thread per backend, in the order the caller issued them (the same
-// on every rank), so the caller (DDP's backward) goes on while a bucket is on
-// the wire; their Work completes a future with the output tensors. send and
-// recv are MPI's nonblocking calls, completed by Work::wait. c10d calls these
-// without the GIL, so nothing here touches Python.
+// other floating sums, minima and maxima; the other reductions reduce an
+// allgather locally), broadcast, allgather, all_gather_into_tensor, gather,
+// scatter, reduce, reduce_scatter, reduce_scatter_tensor (both also
+// coalesced, as FSDP2 calls them), alltoall (uneven splits padded to the
+// largest piece), barrier, send and recv. Collectives run on one worker
+// thread per backend, in the order the caller issued them (the same on every
+// rank), so the caller (DDP's backward) goes on while a bucket is on the wire;
+// sends and receives on a second thread and communicator, in issue order, so
+// they never wait behind a collective. Every Work completes a future with its
+// output tensors.
+// c10d calls these without the GIL, so nothing here touches Python.
+#include <algorithm>
 #include <climits>
 #include <condition_variable>
 #include <deque>
@@ -46,68 +51,56 @@ void check_bagua(int rc, const char *call) {
   TORCH_CHECK(false, "bagua backend: ", error.what());
 }
 
-void check_mpi_call(int rc, const char *call) {
-  try {
-    check_mpi(rc, call);
-  } catch (const std::runtime_error &e) {
-    TORCH_CHECK(false, "bagua backend: ", e.what());
-  }
-}
-
 bool is_floating(at::ScalarType type) {
   return type == at::kFloat || type == at::kDouble || type == at::kHalf || type == at::kBFloat16;
 }
 
-// The datatype of MPI's own reductions on `type`.
-MPI_Datatype reduction_datatype(at::ScalarType type) {
-  switch (type) {
-    case at::kFloat: return MPI_FLOAT;
-    case at::kDouble: return MPI_DOUBLE;
-    case at::kHalf: return BAGUA_FLOAT16;
-    case at::kBFloat16: return BAGUA_BFLOAT16;
-    case at::kByte: return MPI_UINT8_T;
-    case at::kChar: return MPI_INT8_T;
-    case at::kShort: return MPI_INT16_T;
-    case at::kInt: return MPI_INT32_T;
-    case at::kLong: return MPI_INT64_T;
-    case at::kBool: return MPI_C_BOOL;
-    default: break;
-  }
-  TORCH_CHECK(false, "bagua backend: reductions do not take ", dtype_name(type), " tensors");
+// Refuses, on the caller's thread, a reduction no path takes: AVG of
+// integers, bitwise ops on floating types, anything on complex or other types.
+void check_reduction(RedOp op, at::ScalarType type, const char *call) {
+  const bool integral = at::isIntegralType(type, /*includeBool=*/true);
+  const bool known = integral || is_floating(type);
+  const bool bitwise = op == RedOp::BAND || op == RedOp::BOR || op == RedOp::BXOR;
+  const bool arithmetic = op == RedOp::SUM || op == RedOp::PRODUCT || op == RedOp::MIN ||
+                          op == RedOp::MAX || (op == RedOp::AVG && !integral);
+  TORCH_CHECK(known && (integral ? arithmetic || bitwise : arithmetic), "bagua backend: ", call,
+              ": reduce op ", static_cast<int>(op), " does not take ", dtype_name(type),
+              " tensors");
 }
 
-// MPI's own reduction for `op` on `type`. AVG sums (the caller divides);
-// BAGUA_AVG is the sum MPI runs on float16 / bfloat16.
-MPI_Op reduction_op(RedOp op, at::ScalarType type) {
-  const bool half = type == at::kHalf || type == at::kBFloat16;
-  const bool integral = !is_floating(type);
+// The reduction over the first dimension of `rows` (one row per rank, in rank
+// order, so every rank computes the same bits) by `op`.
+at::Tensor reduce_rows(const at::Tensor &rows, RedOp op) {
+  const bool boolean = rows.scalar_type() == at::kBool;
   switch (op) {
-    case RedOp::SUM: return half ? BAGUA_AVG : MPI_SUM;
-    case RedOp::AVG:
-      if (!integral) return half ? BAGUA_AVG : MPI_SUM;
-      break;
+    case RedOp::SUM:
+      return boolean ? rows.any(0) : rows.sum(0, /*keepdim=*/false, rows.scalar_type());
+    case RedOp::AVG: return rows.sum(0, false, rows.scalar_type()).div_(rows.size(0));
     case RedOp::PRODUCT:
-      if (!half) return MPI_PROD;
-      break;
-    case RedOp::MIN:
-      if (!half) return MPI_MIN;
-      break;
-    case RedOp::MAX:
-      if (!half) return MPI_MAX;
-      break;
-    case RedOp::BAND:
-      if (integral) return type == at::kBool ? MPI_LAND : MPI_BAND;
-      break;
-    case RedOp::BOR:
-      if (integral) return type == at::kBool ? MPI_LOR : MPI_BOR;
-      break;
-    case RedOp::BXOR:
-      if (integral) return type == at::kBool ? MPI_LXOR : MPI_BXOR;
-      break;
+      return boolean ? rows.all(0) : rows.prod(0, /*keepdim=*/false, rows.scalar_type());
+    case RedOp::MIN: return rows.amin(0);
+    case RedOp::MAX: return rows.amax(0);
     default: break;
   }
-  TORCH_CHECK(false, "bagua backend: reduce op ", static_cast<int>(op), " does not take ",
-              dtype_name(type), " tensors");
+  at::Tensor out = rows[0].clone();
+  for (int64_t r = 1; r < rows.size(0); ++r) {
+    if (op == RedOp::BAND) out.bitwise_and_(rows[r]);
+    if (op == RedOp::BOR) out.bitwise_or_(rows[r]);
+    if (op == RedOp::BXOR) out.bitwise_xor_(rows[r]);
+  }
+  return out;
+}
+
+// The MPI op of bagua's exact reductions for `op`, or MPI_OP_NULL where they
+// have none.
+MPI_Op bagua_op(RedOp op) {
+  switch (op) {
+    case RedOp::SUM: return MPI_SUM;
+    case RedOp::AVG: return BAGUA_AVG;
+    case RedOp::MIN: return MPI_MIN;
+    case RedOp::MAX: return MPI_MAX;
+    default: return MPI_OP_NULL;
+  }
 }
 
 int byte_count(const at::Tensor &t, int64_t times, const char *call) {
@@ -177,32 +170,7 @@ class QueuedWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
-// A send or receive: MPI's request, completed (or failed) in wait().
-class PointToPointWork : public c10d::Work {
- public:
-  PointToPointWork(int rank, c10d::OpType type, at::Tensor tensor, MPI_Request request)
-      : c10d::Work(rank, type), tensor_(std::move(tensor)), request_(request) {}
-  ~PointToPointWork() override {
-    if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
-  }
-  bool isCompleted() override {
-    int done = request_ == MPI_REQUEST_NULL;
-    if (!done) check_mpi_call(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
-    return done;
-  }
-  bool isSuccess() const override { return request_ == MPI_REQUEST_NULL; }
-  Tensors result() override { return {tensor_}; }
-  bool wait(std::chrono::milliseconds) override {
-    check_mpi_call(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
-    return true;
-  }
-
- private:
-  at::Tensor tensor_;  // kept alive until the request completes
-  MPI_Request request_;
-};
-
-// Runs queued collectives one at a time, in submission order.
+// Runs queued jobs one at a time, in submission order.
 class Worker {
  public:
   Worker() : thread_([this] { run(); }) {}
@@ -246,11 +214,17 @@ class Worker {
 
 class BaguaBackend : public c10d::Backend {
  public:
-  BaguaBackend(std::shared_ptr<Comm> comm, Algorithm algorithm)
+  // `messages` holds the same ranks as `comm`, for send and recv alone.
+  BaguaBackend(std::shared_ptr<Comm> comm, std::shared_ptr<Comm> messages, Algorithm algorithm)
       : c10d::Backend(comm->rank(), comm->size()),
         comm_(std::move(comm)),
-        mpi_comm_(comm_->get()),
-        algorithm_(algorithm) {}
+        messages_(std::move(messages)),
+        handle_(comm_->get()),
+        messages_handle_(messages_->get()),
+        algorithm_(algorithm) {
+    TORCH_CHECK(messages_->rank() == getRank() && messages_->size() == getSize(),
+                "bagua backend: the communicator of send and recv holds other ranks");
+  }
 
   const std::string getBackendName() const override { return "bagua"; }
   Algorithm algorithm() const { return algorithm_; }
@@ -259,35 +233,30 @@ class BaguaBackend : public c10d::Backend {
                                            const c10d::AllreduceOptions &opts) override {
     at::Tensor t = single(tensors, "allreduce");
     const RedOp op = opts.reduceOp;
-    reduction_op(op, t.scalar_type());  // refuses what no path takes, on the caller's thread
-    return enqueue(c10d::OpType::ALLREDUCE, tensors,
+    check_reduction(op, t.scalar_type(), "allreduce");
+    return enqueue(collectives_, c10d::OpType::ALLREDUCE, tensors,
                    [this, t, op]() mutable { allreduce_now(t, op); });
   }
 
+  // Every rank reduces (the allreduce's path); the root's tensor is the result.
   c10::intrusive_ptr<c10d::Work> reduce(Tensors &tensors,
                                         const c10d::ReduceOptions &opts) override {
     at::Tensor t = single(tensors, "reduce");
-    const int root = checked_root(opts.rootRank, "reduce");
+    checked_rank(opts.rootRank, "reduce");
     const RedOp op = opts.reduceOp;
-    const MPI_Op mpi_op = reduction_op(op, t.scalar_type());
-    return enqueue(c10d::OpType::REDUCE, tensors, [this, t, root, op, mpi_op] {
-      const bool at_root = getRank() == root;
-      check_mpi_call(MPI_Reduce(at_root ? MPI_IN_PLACE : t.data_ptr(), t.data_ptr(),
-                                static_cast<int>(t.numel()), reduction_datatype(t.scalar_type()),
-                                mpi_op, root, mpi_comm_),
-                     "MPI_Reduce");
-      if (at_root && op == RedOp::AVG) t.div_(getSize());
-    });
+    check_reduction(op, t.scalar_type(), "reduce");
+    return enqueue(collectives_, c10d::OpType::REDUCE, tensors,
+                   [this, t, op]() mutable { allreduce_now(t, op); });
   }
 
   c10::intrusive_ptr<c10d::Work> broadcast(Tensors &tensors,
                                            const c10d::BroadcastOptions &opts) override {
     at::Tensor t = single(tensors, "broadcast");
     TORCH_CHECK(opts.rootTensor == 0, "bagua backend: broadcast takes one tensor per process");
-    const int root = checked_root(opts.rootRank, "broadcast");
+    const int root = checked_rank(opts.rootRank, "broadcast");
     const int bytes = byte_count(t, 1, "broadcast");
-    return enqueue(c10d::OpType::BROADCAST, tensors, [this, t, root, bytes] {
-      check_mpi_call(MPI_Bcast(t.data_ptr(), bytes, MPI_BYTE, root, mpi_comm_), "MPI_Bcast");
+    return enqueue(collectives_, c10d::OpType::BROADCAST, tensors, [this, t, root, bytes] {
+      check_bagua(bagua_bcast(t.data_ptr(), bytes, MPI_BYTE, root, handle_), "bagua_bcast");
     });
   }
 
@@ -297,56 +266,52 @@ class BaguaBackend : public c10d::Backend {
     TORCH_CHECK(outputs.size() == 1, "bagua backend: allgather takes one output list");
     check_like(outputs[0], input, getSize(), "allgather");
     Tensors parts = outputs[0];
-    return enqueue(c10d::OpType::ALLGATHER, parts, [this, input, parts]() mutable {
-      at::Tensor gathered = at::empty({getSize() * input.numel()}, input.options());
-      gather_into(gathered, input);
-      split_into(parts, gathered);
-    });
+    return enqueue(collectives_, c10d::OpType::ALLGATHER, parts,
+                   [this, input, parts]() mutable { split_into(parts, gathered(input)); });
   }
 
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor &output, at::Tensor &input,
                                                  const c10d::AllgatherOptions &) override {
-    check_tensor(input, "all_gather_into_tensor");
-    check_tensor(output, "all_gather_into_tensor");
-    TORCH_CHECK(
-        output.numel() == getSize() * input.numel() && output.scalar_type() == input.scalar_type(),
-        "bagua backend: all_gather_into_tensor needs an output of ", getSize(),
-        " times the input's elements, same dtype");
+    Tensors outputs{output}, inputs{input};
+    check_pairs(outputs, inputs, getSize(), 1, "all_gather_into_tensor");
     at::Tensor out = output, in = input;
-    return enqueue(c10d::OpType::_ALLGATHER_BASE, {output},
+    return enqueue(collectives_, c10d::OpType::_ALLGATHER_BASE, outputs,
                    [this, out, in]() mutable { gather_into(out, in); });
   }
 
   c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
       Tensors &outputs, Tensors &inputs, const c10d::AllgatherOptions &) override {
     check_pairs(outputs, inputs, getSize(), 1, "all_gather_into_tensor (coalesced)");
-    return enqueue(c10d::OpType::COALESCED, outputs, [this, outputs, inputs]() mutable {
-      for (size_t i = 0; i < outputs.size(); ++i) gather_into(outputs[i], inputs[i]);
-    });
+    return enqueue(collectives_, c10d::OpType::COALESCED, outputs,
+                   [this, outputs, inputs]() mutable {
+                     for (size_t i = 0; i < outputs.size(); ++i) gather_into(outputs[i], inputs[i]);
+                   });
   }
 
   c10::intrusive_ptr<c10d::Work> gather(std::vector<Tensors> &outputs, Tensors &inputs,
                                         const c10d::GatherOptions &opts) override {
     at::Tensor input = single(inputs, "gather");
-    const int root = checked_root(opts.rootRank, "gather");
+    const int root = checked_rank(opts.rootRank, "gather");
     Tensors parts = root_list(outputs, root, "gather", "output");
     if (!parts.empty()) check_like(parts, input, getSize(), "gather");
     const int bytes = byte_count(input, 1, "gather");
-    return enqueue(c10d::OpType::GATHER, parts, [this, input, parts, root, bytes]() mutable {
-      at::Tensor gathered =
-          parts.empty() ? at::Tensor() : at::empty({getSize() * input.numel()}, input.options());
-      check_mpi_call(MPI_Gather(input.data_ptr(), bytes, MPI_BYTE,
-                                parts.empty() ? nullptr : gathered.data_ptr(), bytes, MPI_BYTE,
-                                root, mpi_comm_),
-                     "MPI_Gather");
-      if (!parts.empty()) split_into(parts, gathered);
-    });
+    return enqueue(
+        collectives_, c10d::OpType::GATHER, parts, [this, input, parts, root, bytes]() mutable {
+          at::Tensor whole = parts.empty()
+                                 ? at::Tensor()
+                                 : at::empty({getSize() * input.numel()}, input.options());
+          check_bagua(bagua_gather(input.data_ptr(), bytes, MPI_BYTE,
+                                   parts.empty() ? nullptr : whole.data_ptr(), bytes, MPI_BYTE,
+                                   root, handle_),
+                      "bagua_gather");
+          if (!parts.empty()) split_into(parts, whole);
+        });
   }
 
   c10::intrusive_ptr<c10d::Work> scatter(Tensors &outputs, std::vector<Tensors> &inputs,
                                          const c10d::ScatterOptions &opts) override {
     at::Tensor output = single(outputs, "scatter");
-    const int root = checked_root(opts.rootRank, "scatter");
+    const int root = checked_rank(opts.rootRank, "scatter");
     const Tensors parts = root_list(inputs, root, "scatter", "input");
     at::Tensor whole;
     if (!parts.empty()) {
@@ -354,11 +319,12 @@ class BaguaBackend : public c10d::Backend {
       whole = concatenated(parts);
     }
     const int bytes = byte_count(output, 1, "scatter");
-    return enqueue(c10d::OpType::SCATTER, outputs, [this, output, whole, root, bytes] {
-      check_mpi_call(MPI_Scatter(whole.defined() ? whole.data_ptr() : nullptr, bytes, MPI_BYTE,
-                                 output.data_ptr(), bytes, MPI_BYTE, root, mpi_comm_),
-                     "MPI_Scatter");
-    });
+    return enqueue(
+        collectives_, c10d::OpType::SCATTER, outputs, [this, output, whole, root, bytes] {
+          check_bagua(bagua_scatter(whole.defined() ? whole.data_ptr() : nullptr, bytes, MPI_BYTE,
+                                    output.data_ptr(), bytes, MPI_BYTE, root, handle_),
+                      "bagua_scatter");
+        });
   }
 
   c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor> &outputs,
@@ -367,28 +333,19 @@ class BaguaBackend : public c10d::Backend {
     at::Tensor output = single(outputs, "reduce_scatter");
     TORCH_CHECK(inputs.size() == 1, "bagua backend: reduce_scatter takes one input list");
     check_like(inputs[0], output, getSize(), "reduce_scatter");
-    return reduce_scatter_of(output, concatenated(inputs[0]), opts.reduceOp, outputs);
+    Tensors flat_inputs{concatenated(inputs[0])};
+    return reduce_scatter_of(outputs, flat_inputs, opts.reduceOp, c10d::OpType::REDUCE_SCATTER);
   }
 
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
       at::Tensor &output, at::Tensor &input, const c10d::ReduceScatterOptions &opts) override {
-    check_tensor(input, "reduce_scatter_tensor");
-    check_tensor(output, "reduce_scatter_tensor");
-    TORCH_CHECK(
-        input.numel() == getSize() * output.numel() && output.scalar_type() == input.scalar_type(),
-        "bagua backend: reduce_scatter_tensor needs an input of ", getSize(),
-        " times the output's elements, same dtype");
-    return reduce_scatter_of(output, input, opts.reduceOp, {output});
+    Tensors outputs{output}, inputs{input};
+    return reduce_scatter_of(outputs, inputs, opts.reduceOp, c10d::OpType::_REDUCE_SCATTER_BASE);
   }
 
   c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
       Tensors &outputs, Tensors &inputs, const c10d::ReduceScatterOptions &opts) override {
-    check_pairs(outputs, inputs, 1, getSize(), "reduce_scatter_tensor (coalesced)");
-    for (const at::Tensor &input : inputs) reduction_op(opts.reduceOp, input.scalar_type());
-    const RedOp op = opts.reduceOp;
-    return enqueue(c10d::OpType::COALESCED, outputs, [this, outputs, inputs, op]() mutable {
-      for (size_t i = 0; i < outputs.size(); ++i) reduce_scatter_now(outputs[i], inputs[i], op);
-    });
+    return reduce_scatter_of(outputs, inputs, opts.reduceOp, c10d::OpType::COALESCED);
   }
 
   c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor &output, at::Tensor &input,
@@ -399,18 +356,12 @@ class BaguaBackend : public c10d::Backend {
     check_tensor(output, "all_to_all_single");
     TORCH_CHECK(output.scalar_type() == input.scalar_type(),
                 "bagua backend: all_to_all_single needs input and output of one dtype");
-    byte_count(input, 1, "all_to_all_single");
-    byte_count(output, 1, "all_to_all_single");
-    const std::vector<int> send = split_bytes(input, input_splits, "input");
-    const std::vector<int> recv = split_bytes(output, output_splits, "output");
-    at::Tensor out = output, in = input;
-    return enqueue(c10d::OpType::ALLTOALL_BASE, {output}, [this, out, in, send, recv] {
-      const std::vector<int> send_at = offsets(send), recv_at = offsets(recv);
-      check_mpi_call(
-          MPI_Alltoallv(in.data_ptr(), send.data(), send_at.data(), MPI_BYTE, out.data_ptr(),
-                        recv.data(), recv_at.data(), MPI_BYTE, mpi_comm_),
-          "MPI_Alltoallv");
-    });
+    Exchange exchange{{input.reshape({-1})},
+                      {output.view({-1})},
+                      split_bytes(input, input_splits, "input"),
+                      split_bytes(output, output_splits, "output")};
+    return enqueue(collectives_, c10d::OpType::ALLTOALL_BASE, {output},
+                   [this, exchange]() mutable { exchange_now(exchange); });
   }
 
   c10::intrusive_ptr<c10d::Work> alltoall(Tensors &outputs, Tensors &inputs,
@@ -418,49 +369,59 @@ class BaguaBackend : public c10d::Backend {
     TORCH_CHECK(static_cast<int>(outputs.size()) == getSize() &&
                     static_cast<int>(inputs.size()) == getSize(),
                 "bagua backend: all_to_all needs ", getSize(), " input and output tensors");
-    std::vector<int> send, recv;
+    Exchange exchange;
     for (int r = 0; r < getSize(); ++r) {
       check_tensor(inputs[r], "all_to_all");
       check_tensor(outputs[r], "all_to_all");
       TORCH_CHECK(inputs[r].scalar_type() == outputs[r].scalar_type(),
                   "bagua backend: all_to_all needs inputs and outputs of one dtype");
-      send.push_back(byte_count(inputs[r], 1, "all_to_all"));
-      recv.push_back(byte_count(outputs[r], 1, "all_to_all"));
+      exchange.send_bytes.push_back(byte_count(inputs[r], 1, "all_to_all"));
+      exchange.recv_bytes.push_back(byte_count(outputs[r], 1, "all_to_all"));
     }
-    const at::Tensor whole = concatenated(inputs);
-    Tensors parts = outputs;
-    return enqueue(c10d::OpType::ALLTOALL, outputs, [this, whole, parts, send, recv]() mutable {
-      const std::vector<int> send_at = offsets(send), recv_at = offsets(recv);
-      at::Tensor received = at::empty({recv_at.back() + recv.back()}, at::kByte);
-      check_mpi_call(
-          MPI_Alltoallv(whole.data_ptr(), send.data(), send_at.data(), MPI_BYTE,
-                        received.data_ptr(), recv.data(), recv_at.data(), MPI_BYTE, mpi_comm_),
-          "MPI_Alltoallv");
-      for (int r = 0; r < getSize(); ++r)
-        parts[r].view({-1}).view(at::kByte).copy_(received.narrow(0, recv_at[r], recv[r]));
-    });
+    exchange.sources = {concatenated(inputs)};
+    exchange.targets = outputs;
+    return enqueue(collectives_, c10d::OpType::ALLTOALL, outputs,
+                   [this, exchange]() mutable { exchange_now(exchange); });
   }
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &) override {
-    return enqueue(c10d::OpType::BARRIER, {},
-                   [this] { check_mpi_call(MPI_Barrier(mpi_comm_), "MPI_Barrier"); });
+    return enqueue(collectives_, c10d::OpType::BARRIER, {},
+                   [this] { check_bagua(bagua_barrier(handle_), "bagua_barrier"); });
   }
 
   c10::intrusive_ptr<c10d::Work> send(Tensors &tensors, int dst, int tag) override {
-    return point_to_point(tensors, dst, tag, c10d::OpType::SEND);
+    const at::Tensor t = single(tensors, "send");
+    const int bytes = point_to_point_bytes(t, dst, tag, "send");
+    return enqueue(messages_worker_, c10d::OpType::SEND, tensors, [this, t, dst, tag, bytes] {
+      check_bagua(bagua_send(t.data_ptr(), bytes, MPI_BYTE, dst, tag, messages_handle_),
+                  "bagua_send");
+    });
   }
 
   c10::intrusive_ptr<c10d::Work> recv(Tensors &tensors, int src, int tag) override {
-    return point_to_point(tensors, src, tag, c10d::OpType::RECV);
+    const at::Tensor t = single(tensors, "recv");
+    const int bytes = point_to_point_bytes(t, src, tag, "recv");
+    return enqueue(messages_worker_, c10d::OpType::RECV, tensors, [this, t, src, tag, bytes] {
+      check_bagua(bagua_recv(t.data_ptr(), bytes, MPI_BYTE, src, tag, messages_handle_),
+                  "bagua_recv");
+    });
   }
 
  private:
-  // Queues `job` behind the collectives already issued; its Work completes
+  // The pieces of an all-to-all: flat byte views of what is sent (one tensor,
+  // the pieces one after another) and of where each received piece goes (one
+  // tensor, or one per rank), and each piece's bytes.
+  struct Exchange {
+    Tensors sources, targets;
+    std::vector<int> send_bytes, recv_bytes;
+  };
+
+  // Queues `job` on `worker` behind the jobs already there; its Work completes
   // with `outputs` (or the job's exception).
-  c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, const Tensors &outputs,
+  c10::intrusive_ptr<c10d::Work> enqueue(Worker &worker, c10d::OpType type, const Tensors &outputs,
                                          std::function<void()> job) {
     auto work = c10::make_intrusive<QueuedWork>(getRank(), type, outputs);
-    worker_.submit([work, job = std::move(job)] {
+    worker.submit([work, job = std::move(job)] {
       std::exception_ptr error;
       try {
         job();
@@ -472,20 +433,18 @@ class BaguaBackend : public c10d::Backend {
     return work;
   }
 
-  // MPI_Isend (type SEND) or MPI_Irecv of the tensor's bytes, completed by the Work's wait().
-  c10::intrusive_ptr<c10d::Work> point_to_point(Tensors &tensors, int peer, int tag,
-                                                c10d::OpType type) {
-    const bool sending = type == c10d::OpType::SEND;
-    const char *call = sending ? "send" : "recv";
-    const at::Tensor &t = single(tensors, call);
-    checked_root(peer, call);
-    const int bytes = byte_count(t, 1, call);
-    MPI_Request request = MPI_REQUEST_NULL;
-    check_mpi_call(sending
-                       ? MPI_Isend(t.data_ptr(), bytes, MPI_BYTE, peer, tag, mpi_comm_, &request)
-                       : MPI_Irecv(t.data_ptr(), bytes, MPI_BYTE, peer, tag, mpi_comm_, &request),
-                   sending ? "MPI_Isend" : "MPI_Irecv");
-    return c10::make_intrusive<PointToPointWork>(getRank(), type, t, request);
+  int checked_rank(int64_t rank, const char *call) const {
+    TORCH_CHECK(rank >= 0 && rank < getSize(), "bagua backend: ", call, ": rank ", rank,
+                " is not in the group of ", getSize());
+    return static_cast<int>(rank);
+  }
+
+  int point_to_point_bytes(const at::Tensor &t, int peer, int tag, const char *call) const {
+    checked_rank(peer, call);
+    TORCH_CHECK(peer != getRank(), "bagua backend: ", call, " to or from this rank itself");
+    TORCH_CHECK(tag >= 0 && tag <= 32767, "bagua backend: ", call, ": tag ", tag,
+                " is outside [0, 32767]");
+    return byte_count(t, 1, call);
   }
 
   // The one list of tensors a rooted call takes at its root (none elsewhere).
@@ -497,60 +456,73 @@ class BaguaBackend : public c10d::Backend {
     return at_root ? lists[0] : Tensors{};
   }
 
-  int checked_root(int64_t rank, const char *call) const {
-    TORCH_CHECK(rank >= 0 && rank < getSize(), "bagua backend: ", call, ": rank ", rank,
-                " is not in the group of ", getSize());
-    return static_cast<int>(rank);
-  }
-
-  // Floating sums take the group's wire; the other floating reductions exact
-  // bagua; integers, booleans and products MPI's own allreduce.
+  // Floating sums take the group's wire; floating sums, minima and maxima
+  // that it does not take exact bagua; everything else reduces an allgather.
   void allreduce_now(at::Tensor &t, RedOp op) {
-    const bool sum = op == RedOp::SUM || op == RedOp::AVG;
     const MPI_Datatype relaxed = algorithm_datatype(algorithm_, t.scalar_type());
     const MPI_Datatype exact = algorithm_datatype(Algorithm::exact, t.scalar_type());
-    if (sum && relaxed != MPI_DATATYPE_NULL) {
-      check_bagua(run_allreduce(algorithm_, t, relaxed, op == RedOp::AVG ? BAGUA_AVG : MPI_SUM,
-                                mpi_comm_, nullptr),
+    const MPI_Op mpi_op = bagua_op(op);
+    if ((op == RedOp::SUM || op == RedOp::AVG) && relaxed != MPI_DATATYPE_NULL) {
+      check_bagua(run_allreduce(algorithm_, t, relaxed, mpi_op, handle_, nullptr),
                   algorithm_call(algorithm_));
-    } else if ((sum || op == RedOp::MIN || op == RedOp::MAX) && exact != MPI_DATATYPE_NULL) {
-      const MPI_Op mpi_op = op == RedOp::MIN ? MPI_MIN : op == RedOp::MAX ? MPI_MAX : MPI_SUM;
-      check_bagua(run_allreduce(Algorithm::exact, t, exact, op == RedOp::AVG ? BAGUA_AVG : mpi_op,
-                                mpi_comm_, nullptr),
+    } else if (mpi_op != MPI_OP_NULL && exact != MPI_DATATYPE_NULL) {
+      check_bagua(run_allreduce(Algorithm::exact, t, exact, mpi_op, handle_, nullptr),
                   "bagua_allreduce");
     } else {
-      check_mpi_call(MPI_Allreduce(MPI_IN_PLACE, t.data_ptr(), static_cast<int>(t.numel()),
-                                   reduction_datatype(t.scalar_type()),
-                                   reduction_op(op, t.scalar_type()), mpi_comm_),
-                     "MPI_Allreduce");
+      t.view({-1}).copy_(reduce_rows(gathered(t).view({getSize(), -1}), op));
     }
   }
 
-  // MPI_Allgather of input's bytes into the contiguous `output`.
+  // Every rank's `input`, one after another (bagua_allgather of its bytes).
+  at::Tensor gathered(const at::Tensor &input) {
+    at::Tensor out = at::empty({getSize() * input.numel()}, input.options());
+    gather_into(out, input);
+    return out;
+  }
+
+  // bagua_allgather of input's bytes into `output`; in place when `input` is
+  // this rank's block of it (FSDP2's all-gathers), through a copy when it
+  // overlaps it otherwise.
   void gather_into(at::Tensor &output, const at::Tensor &input) {
     const int bytes = byte_count(input, 1, "allgather");
     byte_count(output, 1, "allgather");
-    check_mpi_call(MPI_Allgather(input.data_ptr(), bytes, MPI_BYTE, output.data_ptr(), bytes,
-                                 MPI_BYTE, mpi_comm_),
-                   "MPI_Allgather");
+    auto *const out = static_cast<char *>(output.data_ptr());
+    const auto *in = static_cast<const char *>(input.data_ptr());
+    const void *send = in == out + static_cast<ptrdiff_t>(bytes) * getRank() ? MPI_IN_PLACE : in;
+    at::Tensor copy;
+    if (send != MPI_IN_PLACE && in < out + output.nbytes() && out < in + bytes) {
+      copy = input.clone();
+      send = copy.data_ptr();
+    }
+    check_bagua(bagua_allgather(send, bytes, MPI_BYTE, out, bytes, MPI_BYTE, handle_),
+                "bagua_allgather");
   }
 
-  // Rank r's output: the reduction over ranks of chunk r of `input`.
-  c10::intrusive_ptr<c10d::Work> reduce_scatter_of(at::Tensor output, at::Tensor input, RedOp op,
-                                                   const Tensors &outputs) {
-    byte_count(input, 1, "reduce_scatter");
-    reduction_op(op, input.scalar_type());
-    return enqueue(c10d::OpType::REDUCE_SCATTER, outputs,
-                   [this, output, input, op]() mutable { reduce_scatter_now(output, input, op); });
+  // Output i: the reduction over ranks of this rank's chunk of input i.
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_of(const Tensors &outputs, const Tensors &inputs,
+                                                   RedOp op, c10d::OpType type) {
+    check_pairs(outputs, inputs, 1, getSize(), "reduce_scatter");
+    for (const at::Tensor &input : inputs)
+      check_reduction(op, input.scalar_type(), "reduce_scatter");
+    return enqueue(collectives_, type, outputs, [this, outputs, inputs, op]() mutable {
+      for (size_t i = 0; i < outputs.size(); ++i) reduce_scatter_now(outputs[i], inputs[i], op);
+    });
   }
 
-  void reduce_scatter_now(at::Tensor &output, const at::Tensor &input, RedOp op) {
-    check_mpi_call(MPI_Reduce_scatter_block(input.data_ptr(), output.data_ptr(),
-                                            static_cast<int>(output.numel()),
-                                            reduction_datatype(input.scalar_type()),
-                                            reduction_op(op, input.scalar_type()), mpi_comm_),
-                   "MPI_Reduce_scatter_block");
-    if (op == RedOp::AVG) output.div_(getSize());
+  // Floating types with bagua's ops: bagua_reduce_scatter_block; the rest
+  // reduce an allgather.
+  void reduce_scatter_now(const at::Tensor &output, const at::Tensor &input, RedOp op) {
+    const MPI_Datatype exact = algorithm_datatype(Algorithm::exact, input.scalar_type());
+    const MPI_Op mpi_op = op == RedOp::PRODUCT ? MPI_PROD : bagua_op(op);
+    if (exact != MPI_DATATYPE_NULL && mpi_op != MPI_OP_NULL) {
+      check_bagua(
+          bagua_reduce_scatter_block(input.data_ptr(), output.data_ptr(),
+                                     static_cast<int>(output.numel()), exact, mpi_op, handle_),
+          "bagua_reduce_scatter_block");
+      return;
+    }
+    const at::Tensor rows = gathered(input).view({getSize(), getSize(), -1});
+    output.view({-1}).copy_(reduce_rows(rows.select(1, getRank()), op));
   }
 
   // Output i holds `out_times` and input i `in_times` the elements of the
@@ -572,10 +544,38 @@ class BaguaBackend : public c10d::Backend {
     }
   }
 
+  // An all-to-all of pieces of any size: every rank sends blocks of the
+  // largest piece any rank sends (agreed by an allgather), padded, through
+  // bagua_alltoall, and copies the received pieces out of them.
+  void exchange_now(Exchange &x) {
+    const int n = getSize();
+    const int largest = *std::max_element(x.send_bytes.begin(), x.send_bytes.end());
+    const at::Tensor largests = gathered(at::full({1}, largest, at::kInt));
+    const int block = largests.max().item<int>();
+    TORCH_CHECK(static_cast<int64_t>(block) * n <= INT_MAX,
+                "bagua backend: all_to_all: more than 2^31 - 1 bytes in its padded blocks");
+    at::Tensor out = at::empty({n, block}, at::kByte), in = at::zeros({n, block}, at::kByte);
+    const at::Tensor source = x.sources[0].view({-1}).view(at::kByte);
+    const std::vector<int> send_at = offsets(x.send_bytes), recv_at = offsets(x.recv_bytes);
+    for (int r = 0; r < n; ++r)
+      in[r].narrow(0, 0, x.send_bytes[r]).copy_(source.narrow(0, send_at[r], x.send_bytes[r]));
+    check_bagua(
+        bagua_alltoall(in.data_ptr(), block, MPI_BYTE, out.data_ptr(), block, MPI_BYTE, handle_),
+        "bagua_alltoall");
+    // One target (all_to_all_single) takes the pieces one after another.
+    for (int r = 0; r < n; ++r) {
+      at::Tensor target = x.targets.size() == 1
+                              ? x.targets[0].view(at::kByte).narrow(0, recv_at[r], x.recv_bytes[r])
+                              : x.targets[r].view({-1}).view(at::kByte);
+      target.copy_(out[r].narrow(0, 0, x.recv_bytes[r]));
+    }
+  }
+
   // The bytes of each rank's piece of `t` for all_to_all_single: `splits`
   // (rows of t's first dimension per rank), or equal pieces when empty.
   std::vector<int> split_bytes(const at::Tensor &t, const std::vector<int64_t> &splits,
                                const char *which) const {
+    byte_count(t, 1, "all_to_all_single");
     const int64_t rows = t.dim() == 0 ? 1 : t.size(0);
     const int64_t row_bytes = rows == 0 ? 0 : static_cast<int64_t>(t.nbytes()) / rows;
     std::vector<int> bytes;
@@ -606,20 +606,21 @@ class BaguaBackend : public c10d::Backend {
     return at;
   }
 
-  std::shared_ptr<Comm> comm_;
-  MPI_Comm mpi_comm_;
+  std::shared_ptr<Comm> comm_, messages_;
+  MPI_Comm handle_, messages_handle_;
   Algorithm algorithm_;
-  Worker worker_;  // last: joined before the members its jobs use are destroyed
+  // Last: joined before the members their jobs use are destroyed.
+  Worker collectives_, messages_worker_;
 };
 
-c10::intrusive_ptr<BaguaBackend> create(std::shared_ptr<Comm> comm,
+c10::intrusive_ptr<BaguaBackend> create(std::shared_ptr<Comm> comm, std::shared_ptr<Comm> messages,
                                         const std::string &algorithm_name) {
   const Algorithm algorithm = parse_algorithm(algorithm_name);
   if (algorithm == Algorithm::sign)
     throw py::value_error(
         "the bagua backend keeps no per-tensor error feedback, so it has no sign allreduce: use "
         "the DDP hook, bagua_torch.register(ddp, 'sign')");
-  return c10::make_intrusive<BaguaBackend>(std::move(comm), algorithm);
+  return c10::make_intrusive<BaguaBackend>(std::move(comm), std::move(messages), algorithm);
 }
 
 }  // namespace
@@ -627,7 +628,7 @@ c10::intrusive_ptr<BaguaBackend> create(std::shared_ptr<Comm> comm,
 void define_backend(py::module_ &m) {
   py::class_<BaguaBackend, c10::intrusive_ptr<BaguaBackend>, c10d::Backend>(
       m, "Backend", "The c10d backend 'bagua' on one communicator.")
-      .def(py::init(&create), py::arg("comm"), py::arg("algorithm"))
+      .def(py::init(&create), py::arg("comm"), py::arg("messages"), py::arg("algorithm"))
       .def_property_readonly("algorithm", [](const BaguaBackend &backend) {
         return std::string(algorithm_name(backend.algorithm()));
       });
