@@ -991,10 +991,12 @@ BAGUA_API int bagua_bucket_comm_wait_all(bagua_bucket_comm *bc);
  * (as MPI requires); they run concurrently on background threads over a
  * private duplicate of comm, so they never interfere with blocking bagua
  * calls on comm. The first nonblocking call on comm is collective. At most
- * BAGUA_MAX_IN_FLIGHT (default 1024) may be in flight per communicator; a
- * call beyond it is refused but keeps its place in the call order (the
- * peers' matching call fails), so later calls still pair with the same calls
- * on every rank. Needs MPI_THREAD_MULTIPLE.
+ * BAGUA_MAX_IN_FLIGHT (default 1024) may be started and not yet waited for
+ * (freed by the MPI_Wait/MPI_Test that completes them, or MPI_Request_free)
+ * per communicator, so ranks that start and wait for the same calls refuse
+ * the same ones; a call beyond it is refused but keeps its place in the call
+ * order (a peer's matching call that was not refused fails), so later calls
+ * still pair with the same calls on every rank. Needs MPI_THREAD_MULTIPLE.
  *
  * A failure found while running (timeout, mismatch, ...) makes MPI_Wait /
  * MPI_Test report MPI_ERR_OTHER and sets bagua_last_error() on the waiting
