@@ -27,7 +27,8 @@ constexpr EnvVar kVars[] = {
     {"BAGUA_CHECK_CALLS", "1",
      "1 = before any data moves, the ranks of each call compare a fingerprint of it (family, "
      "algorithm, count, datatype, op) and all return BAGUA_ERR_MISMATCH if they differ (a "
-     "16-byte recursive doubling per call); 0 = skip the check."},
+     "16-byte recursive doubling per call); 0 = skip the check, except in calls that keep state "
+     "(sign, low precision), whose exchange also agrees that every input is finite."},
     {"BAGUA_MAX_IN_FLIGHT", "1024",
      "Most nonblocking calls (bagua_iallreduce*) started and not yet waited for per "
      "communicator, 1 .. 1024 (each running one holds a thread and a tag slot); a call beyond "
