@@ -507,9 +507,12 @@ BAGUA_API int bagua_sign_state_load(bagua_sign_state_t state, const float *resid
  * The state keeps its residuals where its first call's buffers are (host,
  * or CUDA device memory) and then serves calls of that memory type only.
  *
+ * A host input holding a NaN or an infinity on any rank is refused on every
+ * rank before the residuals change (doc/faults.md).
+ *
  * @return as bagua_allreduce_q8; BAGUA_ERR_INVALID_ARGUMENT also when state is
  *         NULL, was created for another comm or count, or holds its residuals
- *         in the other memory type.
+ *         in the other memory type, or when a rank's input is not finite.
  */
 BAGUA_API int bagua_allreduce_sign(const void *sendbuf, void *recvbuf, int count,
                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
@@ -745,7 +748,8 @@ typedef struct bagua_lowprec_s *bagua_lowprec_t;
  * @param state    out: the new state (NULL on failure).
  *
  * Memory: 3 * count float32 replicas plus two q8 messages per rank.
- * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT,
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (also a buf holding a NaN
+ *         or an infinity on some rank: refused on every rank),
  *         BAGUA_ERR_UNSUPPORTED_DATATYPE, BAGUA_ERR_TIMEOUT,
  *         BAGUA_ERR_MISMATCH, BAGUA_ERR_TRANSPORT, BAGUA_ERR_COMM_BROKEN,
  *         BAGUA_ERR_OUT_OF_MEMORY.
@@ -771,8 +775,11 @@ BAGUA_API int bagua_lowprec_create(const void *buf, int count, MPI_Datatype data
  *
  * Not thread-safe for one state; steps on states of the same comm follow the
  * rules of collectives on that comm. After a communication failure the
- * state and its communicator are broken.
- * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL state or buf),
+ * state and its communicator are broken. A communicating step whose buf
+ * holds a NaN or an infinity on any rank is refused on every rank, the
+ * replicas unchanged and the step not counted (doc/faults.md).
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL state or buf, a
+ *         non-finite buf on some rank),
  *         BAGUA_ERR_TIMEOUT, BAGUA_ERR_MISMATCH, BAGUA_ERR_TRANSPORT,
  *         BAGUA_ERR_CORRUPT_DATA, BAGUA_ERR_COMM_BROKEN.
  */
@@ -885,7 +892,9 @@ BAGUA_API int bagua_async_average_resume(bagua_async_t handle);
 /**
  * The number of rounds whose average this rank's thread has applied to buf
  * since bagua_async_average_create (every rank applies the same rounds, so
- * the count agrees once the averager is stopped). Each round sends one
+ * the count agrees once the averager is stopped). A round whose average is
+ * not finite (some rank's buf holds a NaN or an infinity) is skipped on
+ * every rank and not counted. Each round sends one
  * allreduce of count + 1 elements (the extra one agrees on stopping). Local;
  * thread-safe.
  * @param rounds output.
@@ -1131,10 +1140,12 @@ BAGUA_API int bagua_bucket_comm_wait_all(bagua_bucket_comm *bc);
  * (as MPI requires); they run concurrently on background threads over a
  * private duplicate of comm, so they never interfere with blocking bagua
  * calls on comm. The first nonblocking call on comm is collective. At most
- * BAGUA_MAX_IN_FLIGHT (default 1024) may be in flight per communicator; a
- * call beyond it is refused but keeps its place in the call order (the
- * peers' matching call fails), so later calls still pair with the same calls
- * on every rank. Needs MPI_THREAD_MULTIPLE.
+ * BAGUA_MAX_IN_FLIGHT (default 1024) may be started and not yet waited for
+ * (freed by the MPI_Wait/MPI_Test that completes them, or MPI_Request_free)
+ * per communicator, so ranks that start and wait for the same calls refuse
+ * the same ones; a call beyond it is refused but keeps its place in the call
+ * order (a peer's matching call that was not refused fails), so later calls
+ * still pair with the same calls on every rank. Needs MPI_THREAD_MULTIPLE.
  *
  * A failure found while running (timeout, mismatch, ...) makes MPI_Wait /
  * MPI_Test report MPI_ERR_OTHER and sets bagua_last_error() on the waiting

@@ -67,8 +67,11 @@ void PartialController::finish(const Deadline &deadline) {
 }
 
 void PartialController::run() {
-  // A failed controller stops serving; waiting ranks then time out.
-  serve();
+  // A failed controller stops serving; waiting ranks then time out. Once
+  // every rank has left (the communicator is being freed), no message comes
+  // for the inbox, and cancelling it leaves the control communicator freeable.
+  if (serve() == BAGUA_SUCCESS && quiescent_)
+    for (Request &req : inbox_) t_.cancel_unmatched(&req);
   abandon_all(t_, inbox_);
   for (Outgoing &o : outbox_) abandon_all(t_, o.sends);
   outbox_.clear();

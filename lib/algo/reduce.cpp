@@ -1,5 +1,8 @@
 #include "reduce.hpp"
 
+#include <cstdint>
+#include <cstring>
+
 namespace bagua {
 namespace {
 
@@ -65,6 +68,37 @@ void scale_into(void *dst, const void *src, size_t count, DType t, double factor
     const auto f = static_cast<typename E::Compute>(factor);
     for (size_t i = 0; i < count; ++i) elem::store_at<E>(dst, i, elem::load_at<E>(src, i) * f);
   });
+}
+
+namespace {
+
+// Words whose exponent bits (kExponent) are all set are NaN or infinite:
+// adding the exponent's lowest bit then carries into the sign bit. ORing
+// those sums (branch-free, vectorised) leaves the sign bit set iff any is.
+template <class Word, Word kExponent>
+bool words_finite(const void *buf, size_t count) {
+  constexpr Word kLowest = Word(kExponent & ~(kExponent - 1));
+  constexpr Word kSign = Word(Word(1) << (8 * sizeof(Word) - 1));
+  const auto *bytes = static_cast<const unsigned char *>(buf);
+  Word any = 0;
+  for (size_t i = 0; i < count; ++i) {
+    Word w;
+    std::memcpy(&w, bytes + i * sizeof(Word), sizeof(Word));
+    any |= Word((w & kExponent) + kLowest);
+  }
+  return (any & kSign) == 0;
+}
+
+}  // namespace
+
+bool all_finite(const void *buf, size_t count, DType t) {
+  switch (t) {
+    case DType::f32: return words_finite<uint32_t, 0x7f800000u>(buf, count);
+    case DType::f64: return words_finite<uint64_t, 0x7ff0000000000000u>(buf, count);
+    case DType::f16: return words_finite<uint16_t, 0x7c00u>(buf, count);
+    case DType::bf16: return words_finite<uint16_t, 0x7f80u>(buf, count);
+  }
+  return true;
 }
 
 }  // namespace bagua

@@ -18,4 +18,8 @@ void scale_divide(void *buf, size_t count, DType t, int divisor);
 // dst[i] = src[i] * factor, rounded once in the element type.
 void scale_into(void *dst, const void *src, size_t count, DType t, double factor);
 
+// Whether no element of buf is NaN or infinite (a test of the exponent
+// bits: one pass over the buffer, vectorised).
+bool all_finite(const void *buf, size_t count, DType t);
+
 }  // namespace bagua

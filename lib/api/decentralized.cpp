@@ -94,8 +94,10 @@ Status step_state(bagua_lowprec_t state, void *buf) {
   BAGUA_TRY(usable_state(state->comm, &c));
   const ExclusiveUse use(*c);
   BAGUA_TRY(use.status());
-  if (state->calls++ % state->interval != 0) return BAGUA_SUCCESS;
-  return run_lowprec_step(*c, call, &state->replicas);
+  // A refused step (a non-finite input: run_lowprec_step) is not counted.
+  if (state->calls % state->interval == 0) BAGUA_TRY(run_lowprec_step(*c, call, &state->replicas));
+  ++state->calls;
+  return BAGUA_SUCCESS;
 }
 
 }  // namespace

@@ -27,11 +27,13 @@ constexpr EnvVar kVars[] = {
     {"BAGUA_CHECK_CALLS", "1",
      "1 = before any data moves, the ranks of each call compare a fingerprint of it (family, "
      "algorithm, count, datatype, op) and all return BAGUA_ERR_MISMATCH if they differ (a "
-     "16-byte recursive doubling per call); 0 = skip the check."},
+     "16-byte recursive doubling per call); 0 = skip the check, except in calls that keep state "
+     "(sign, low precision), whose exchange also agrees that every input is finite."},
     {"BAGUA_MAX_IN_FLIGHT", "1024",
-     "Most nonblocking calls (bagua_iallreduce*) in flight per communicator, 1 .. 1024 (each "
-     "holds a thread and a tag slot); a call beyond it is refused with "
-     "BAGUA_ERR_INVALID_ARGUMENT and still takes its place in the call order."},
+     "Most nonblocking calls (bagua_iallreduce*) started and not yet waited for per "
+     "communicator, 1 .. 1024 (each running one holds a thread and a tag slot); a call beyond "
+     "it is refused with BAGUA_ERR_INVALID_ARGUMENT and still takes its place in the call "
+     "order."},
     {"BAGUA_MPI_PIECE_BYTES", "auto",
      "mpi transport: a message of at least this many bytes travels as MPI messages of this "
      "size (1024 .. 1 GiB), to every peer; 0 = whole messages; auto = Open MPI's TCP eager limit "

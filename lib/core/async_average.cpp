@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "../algo/decentralized.hpp"
+#include "../algo/reduce.hpp"
 #include "../mc/device.hpp"
 #include "run.hpp"
 
@@ -124,7 +125,8 @@ Status AsyncAverager::weights_write_back() {
 // temp = (w, this rank's stop request as 0 or 1); reduced = average of temp
 // over all ranks. The request's average is nonzero (not all zero bytes) iff
 // some rank asked to stop: then every rank stops in this round and discards
-// its average; otherwise w += reduced - temp. w is read and updated under
+// its average; a round whose average is not finite is skipped; otherwise
+// w += reduced - temp. w is read and updated under
 // weights_, through its host copy for a device buffer.
 Status AsyncAverager::average_once(bool *stop) {
   const size_t bytes = count_ * dtype_size(dtype_);
@@ -142,6 +144,10 @@ Status AsyncAverager::average_once(bool *stop) {
   const auto flag = reduced_.begin() + static_cast<std::ptrdiff_t>(bytes);
   *stop = std::any_of(flag, reduced_.end(), [](unsigned char b) { return b != 0; });
   if (*stop) return BAGUA_SUCCESS;
+  // A non-finite value in any rank's weights makes the same elements of
+  // every rank's average non-finite: every rank skips the round alike, and
+  // no rank's weights change.
+  if (!all_finite(reduced_.data(), count_, dtype_)) return BAGUA_SUCCESS;
   std::lock_guard guard(weights_);
   BAGUA_TRY(weights_on_host(&weights));
   apply_average_delta(weights, reduced_.data(), temp_.data(), count_, dtype_);

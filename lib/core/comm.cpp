@@ -3,6 +3,7 @@
 #include <string>
 
 #include "../base/env.hpp"
+#include "../base/live_objects.hpp"
 #include "../mc/device_scratch.hpp"
 #include "../transport/locked_transport.hpp"
 #include "../transport/mpi_bounded.hpp"
@@ -97,7 +98,9 @@ Status require_thread_multiple(const char *feature) {
 
 Communicator::Communicator(MPI_Comm dup, Options options, std::unique_ptr<Transport> transport,
                            TagLayout tags)
-    : dup_(dup), options_(options), transport_(std::move(transport)), tags_(tags) {}
+    : dup_(dup), options_(options), transport_(std::move(transport)), tags_(tags) {
+  live_add(Live::communicator, 1);
+}
 
 Communicator::~Communicator() {
   for (auto &extension : extensions_) extension.reset();
@@ -106,7 +109,8 @@ Communicator::~Communicator() {
   // Late bytes (of abandoned sends, or peers' messages this rank gave up
   // on) must not reach a communicator that reuses dup's context: keep it (a
   // broken communicator's small leak).
-  if (!late_bytes_possible) MPI_Comm_free(&dup_);
+  if (!late_bytes_possible) free_dup(&dup_);
+  live_add(Live::communicator, -1);
 }
 
 Status Communicator::get(MPI_Comm user_comm, Communicator **out) {
@@ -160,7 +164,7 @@ Status Communicator::create(MPI_Comm user_comm, const Options &options, bool sha
     transport.reset();
     // A setup collective that timed out is still posted on dup, and MPI
     // crashes when a late peer completes it on a freed communicator.
-    if (s != BAGUA_ERR_TIMEOUT) MPI_Comm_free(&dup);
+    if (s != BAGUA_ERR_TIMEOUT) free_dup(&dup);
     return s;
   }
   out->reset(new Communicator(dup, options, std::move(transport), tags));

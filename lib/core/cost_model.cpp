@@ -415,13 +415,15 @@ Estimate predict_time(const CostParams &p, const AlgorithmRow &row, size_t count
   return {};
 }
 
-// The call check every call pays before its data moves: peer averaging
-// agrees with its peers, every other call among all ranks (`all`, the
-// blocking exact average, and hierarchical calls too, before the node
+// The call check every call pays before its data moves: exact peer
+// averaging agrees with its peers, every other call among all ranks (`all`,
+// the blocking exact average; low precision, whose refusal of a non-finite
+// input must reach every rank; hierarchical calls too, before the node
 // reduce).
 double call_check_seconds(const CostParams &p, const AlgorithmRow &row) {
-  const bool with_peers =
-      is_averaging(row.algorithm) && row.algorithm != Algorithm::decentralized_all;
+  const bool with_peers = is_averaging(row.algorithm) &&
+                          row.algorithm != Algorithm::decentralized_all &&
+                          row.algorithm != Algorithm::lowprec_ring;
   return with_peers ? p.peer_check_s : recursive_doubling_steps(p.ranks) * p.call_check_step_s;
 }
 

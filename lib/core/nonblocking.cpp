@@ -14,10 +14,13 @@ namespace {
 // caller makes MPI calls, whatever the transport.
 constexpr const char *kFeature = "a nonblocking collective (its worker threads)";
 
-// The outcome a generalized request reports when waited for.
+// The outcome a generalized request reports when waited for, and the count
+// of its communicator's calls not yet waited for (shared: the request may be
+// freed after its communicator).
 struct Outcome {
   Status result = BAGUA_SUCCESS;
   std::string message;
+  std::shared_ptr<std::atomic<int>> unwaited;
 };
 
 // MPI_Wait/MPI_Test call this on the waiting thread: a failure sets that
@@ -35,8 +38,12 @@ int query_outcome(void *extra, MPI_Status *status) {
   return MPI_ERR_OTHER;
 }
 
+// MPI calls it when the request is freed: by the MPI_Wait/MPI_Test that
+// reports it complete, or MPI_Request_free.
 int free_outcome(void *extra) {
-  delete static_cast<Outcome *>(extra);
+  auto *outcome = static_cast<Outcome *>(extra);
+  outcome->unwaited->fetch_sub(1);
+  delete outcome;
   return MPI_SUCCESS;
 }
 
@@ -73,16 +80,20 @@ NonblockingComm::~NonblockingComm() { pool_.reset(); }
 
 Status NonblockingComm::check_usable() {
   BAGUA_TRY(comm_->check_usable());
-  // A refused call still takes its slot, so the calls after it pair with
-  // the same calls of ranks that did not refuse (those time out on this one).
-  // At most BAGUA_MAX_IN_FLIGHT: each call holds a thread and a tag slot
-  // (every tag layout has at least 1024 slots).
-  if (in_flight_ >= comm_->options().max_in_flight) {
+  // At most BAGUA_MAX_IN_FLIGHT calls not yet waited for: each running call
+  // holds a thread and a tag slot (every tag layout has at least 1024
+  // slots). Counting the calls the caller has not waited for, rather than
+  // those still running, makes ranks that start and wait for the same calls
+  // refuse the same ones, however their calls' completions interleave. A
+  // refused call still takes its slot, so the calls after it pair with the
+  // same calls of ranks that did not refuse (those time out on this one).
+  const int unwaited = unwaited_->load();
+  if (unwaited >= comm_->options().max_in_flight) {
     ++next_slot_;
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
-                "%d nonblocking calls are already in flight on this communicator (the limit); "
-                "wait for some first",
-                in_flight_);
+                "%d nonblocking calls on this communicator are in flight (started and not yet "
+                "waited for: the limit, BAGUA_MAX_IN_FLIGHT); wait for some first",
+                unwaited);
   }
   return BAGUA_SUCCESS;
 }
@@ -125,7 +136,7 @@ Status NonblockingComm::start(const Call &call, MPI_Request *request) {
       return s;
     }
   }
-  auto *outcome = new Outcome;
+  auto *outcome = new Outcome{BAGUA_SUCCESS, {}, unwaited_};
   if (MPI_Grequest_start(&query_outcome, &free_outcome, &cancel_nothing, outcome, request) !=
       MPI_SUCCESS) {
     delete outcome;
@@ -133,7 +144,7 @@ Status NonblockingComm::start(const Call &call, MPI_Request *request) {
     return fail(BAGUA_ERR_TRANSPORT, "MPI_Grequest_start failed");
   }
   const uint64_t tag_slot = next_slot_++;
-  ++in_flight_;
+  unwaited_->fetch_add(1);
   // The job owns its scratch; it touches the outcome only before completing
   // the request (MPI may free the outcome right after).
   pool_->submit([this, call, schedule, tag_slot, staged = slot, outcome, req = *request]() mutable {
@@ -154,10 +165,6 @@ Status NonblockingComm::start(const Call &call, MPI_Request *request) {
     if (staged != nullptr) staging_->give_back(staged);
     outcome->result = s;
     if (s != BAGUA_SUCCESS) outcome->message = last_error_message();
-    {
-      std::lock_guard guard(mutex_);
-      --in_flight_;
-    }
     MPI_Grequest_complete(req);
   });
   return BAGUA_SUCCESS;

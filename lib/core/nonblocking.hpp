@@ -9,6 +9,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 
@@ -47,9 +48,10 @@ class NonblockingComm final : public CommExtension {
 
   std::unique_ptr<Communicator> comm_;    // used by the workers; outlives pool_
   std::unique_ptr<StagingPool> staging_;  // device calls; outlives pool_
-  std::mutex mutex_;                      // guards the fields below
+  std::mutex mutex_;                      // guards next_slot_
   uint64_t next_slot_ = 0;
-  int in_flight_ = 0;
+  // Calls started and not yet waited for (their requests not yet freed).
+  std::shared_ptr<std::atomic<int>> unwaited_ = std::make_shared<std::atomic<int>>(0);
   std::unique_ptr<WorkerPool> pool_;
 };
 

@@ -41,7 +41,7 @@ Status PartialState::create(Communicator &comm, std::unique_ptr<PartialState> *o
       create_transport(comm.options(), control_comm, /*shared_by_threads=*/true, &control);
   if (s != BAGUA_SUCCESS) {
     // A timed-out setup collective is still posted on control_comm (comm.cpp).
-    if (s != BAGUA_ERR_TIMEOUT) MPI_Comm_free(&control_comm);
+    if (s != BAGUA_ERR_TIMEOUT) free_dup(&control_comm);
     return s;
   }
   std::unique_ptr<PartialState> state(new PartialState(
@@ -68,7 +68,7 @@ PartialState::~PartialState() {
   control_.reset();
   // As for the communicator's duplicate (comm.cpp): late bytes must not reach
   // a communicator that reuses this one's context.
-  if (!late_bytes_possible) MPI_Comm_free(&control_comm_);
+  if (!late_bytes_possible) free_dup(&control_comm_);
 }
 
 Status PartialState::send_to_controller(partial_wire::Kind kind, int group_size,

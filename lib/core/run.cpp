@@ -85,6 +85,23 @@ Status run_hierarchical(Communicator &c, const Call &call) {
       node.record(node_broadcast_from_leader(bcast_ctx, call.dst, call.dtype, call.count)));
 }
 
+// Marks a non-finite input in the call check's values (above any fingerprint).
+constexpr double kNonFiniteFlag = 0x1p33;
+
+// Whether a stateful call's input is finite; device buffers are not read.
+bool input_finite(const Call &call) {
+  return call.memory == Memory::cuda || all_finite(call.src, call.count, call.dtype);
+}
+
+// The refusal of a stateful call with a non-finite input on `where`, before
+// any state changed (every rank of the call refuses it).
+Status non_finite(const Call &call, const char *where) {
+  return fail(BAGUA_ERR_INVALID_ARGUMENT,
+              "the input of %s/%s holds a NaN or an infinity on %s; refused on every rank, "
+              "its state unchanged (skip the step on every rank, doc/faults.md)",
+              family_name(call.family), wire_name(call.wire), where);
+}
+
 bool aligned(const void *p, DType t) { return reinterpret_cast<uintptr_t>(p) % dtype_size(t) == 0; }
 
 // The error of a call whose ranks disagree, naming what this rank called.
@@ -186,12 +203,24 @@ Status agree_on_fingerprint(AlgoContext &ctx, uint32_t mine, bool *same) {
   return BAGUA_SUCCESS;
 }
 
+bool keeps_state(const Call &call) {
+  return call.wire == Wire::sign || call.family == Family::lowprec;
+}
+
 Status agree_on_call(AlgoContext &ctx, const Call &call, Schedule schedule,
                      const Options &options) {
-  if (!options.check_calls || ctx.transport.size() == 1) return BAGUA_SUCCESS;
-  bool same = false;
-  BAGUA_TRY(agree_on_fingerprint(ctx, call_fingerprint(call, schedule), &same));
-  if (!same) return mismatch(call, "the ranks");
+  const bool stateful = keeps_state(call);
+  const bool finite = !stateful || input_finite(call);
+  if ((!options.check_calls && !stateful) || ctx.transport.size() == 1)
+    return finite ? BAGUA_SUCCESS : non_finite(call, "this rank");
+  const uint32_t mine = options.check_calls ? call_fingerprint(call, schedule) : 0;
+  // max(fp) == -max(-fp) holds only when every rank has the same fp; 2^33
+  // (above any fingerprint) added to both marks a rank's non-finite input.
+  const double flag = finite ? 0 : kNonFiniteFlag;
+  double v[2] = {flag + double(mine), flag - double(mine)};
+  BAGUA_TRY(allreduce_recursive_doubling(ctx, {v, v, 2, DType::f64, ReduceOp::max}));
+  if (v[0] >= kNonFiniteFlag) return non_finite(call, finite ? "another rank" : "this rank");
+  if (v[0] != -v[1]) return mismatch(call, "the ranks");
   return BAGUA_SUCCESS;
 }
 
@@ -305,15 +334,10 @@ uint32_t codec_block(const Communicator &c) {
   return static_cast<uint32_t>(c.options().compressed.codec_block);
 }
 
-// The ring neighbours agree on a low-precision call before data moves.
-Status agree_with_neighbours(Communicator &c, AlgoContext &ctx, const Call &call) {
-  return c.record(agree_with_peers(ctx, call, 0, ring_neighbours(c.rank(), c.size()), c.options()));
-}
-
 Status run_lowprec_init(Communicator &c, const Call &call, LowprecReplicas *replicas) {
   return with_runnable_buffers(c, call, [&](const Call &ready) {
     AlgoContext ctx = c.next_call();
-    BAGUA_TRY(agree_with_neighbours(c, ctx, ready));
+    BAGUA_TRY(c.record(agree_on_call(ctx, ready, Schedule::ring, c.options())));
     return c.record(
         lowprec_init(ctx, ready.src, ready.count, ready.dtype, codec_block(c), replicas));
   });
@@ -322,7 +346,7 @@ Status run_lowprec_init(Communicator &c, const Call &call, LowprecReplicas *repl
 Status run_lowprec_step(Communicator &c, const Call &call, LowprecReplicas *replicas) {
   return with_runnable_buffers(c, call, [&](const Call &ready) {
     AlgoContext ctx = c.next_call();
-    BAGUA_TRY(agree_with_neighbours(c, ctx, ready));
+    BAGUA_TRY(c.record(agree_on_call(ctx, ready, Schedule::ring, c.options())));
     return c.record(
         lowprec_step(ctx, ready.dst, ready.count, ready.dtype, codec_block(c), replicas));
   });
@@ -384,7 +408,7 @@ size_t schedule_bytes_sent(const Call &call, Schedule schedule, int rank, int ra
       bytes = bytegrad_bytes_sent(*sizing_codec(call, ranks, options), call.count, rank, ranks,
                                   options.segment_bytes);
   }
-  if (options.check_calls && ranks > 1)
+  if ((options.check_calls || keeps_state(call)) && ranks > 1)
     bytes += recursive_doubling_bytes_sent(2, DType::f64, rank, ranks);  // agree_on_call
   return bytes;
 }

@@ -29,10 +29,17 @@ uint32_t fingerprint_of(std::span<const uint64_t> fields);
 // format, schedule, count, datatype, op) and `extra` (e.g. a peer mode).
 uint32_t call_fingerprint(const Call &call, Schedule schedule, uint64_t extra = 0);
 
+// Whether a call keeps state across calls that a non-finite input would
+// poison for good (a sign state's residuals, low-precision replicas).
+bool keeps_state(const Call &call);
+
 // Before data moves: every rank of ctx learns whether all ranks' call
 // fingerprints are equal (a 16-byte recursive doubling in the call's own
 // tags, completed before the algorithm posts anything), and all return
-// BAGUA_ERR_MISMATCH if not. Skipped with BAGUA_CHECK_CALLS=0.
+// BAGUA_ERR_MISMATCH if not. Skipped with BAGUA_CHECK_CALLS=0, except for a
+// call that keeps state: its ranks also learn whether every rank's input
+// (host memory) is finite, and all return BAGUA_ERR_INVALID_ARGUMENT, the
+// state untouched, if not.
 Status agree_on_call(AlgoContext &ctx, const Call &call, Schedule schedule, const Options &options);
 // The agreement itself: *same is whether every rank of ctx passed `mine`
 // (a 16-byte recursive doubling in the call's own tags).
@@ -95,7 +102,10 @@ Status copy_input_to_output(const Call &call);
 Status run_peer_average(Communicator &c, const Call &call, PeerMode mode, int round);
 
 // Low-precision ring averaging (q8 blocks of BAGUA_CODEC_BLOCK): the exact
-// initial exchange of the replicas, and one step on call.dst in place.
+// initial exchange of the replicas, and one step on call.dst in place. Each
+// is checked among all ranks (agree_on_call), not only the neighbours: a
+// non-finite input anywhere is refused everywhere, or the neighbours'
+// neighbours would wait in vain.
 Status run_lowprec_init(Communicator &c, const Call &call, LowprecReplicas *replicas);
 Status run_lowprec_step(Communicator &c, const Call &call, LowprecReplicas *replicas);
 

@@ -37,6 +37,10 @@ class LockedTransport final : public Transport {
     std::lock_guard lock(mutex_);
     inner_->abandon(req);
   }
+  void cancel_unmatched(Request *req) override {
+    std::lock_guard lock(mutex_);
+    inner_->cancel_unmatched(req);
+  }
   bool late_messages_possible() const override {
     std::lock_guard lock(mutex_);
     return inner_->late_messages_possible();

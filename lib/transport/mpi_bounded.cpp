@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "../base/live_objects.hpp"
 #include "transport.hpp"
 
 namespace bagua {
@@ -70,7 +71,13 @@ Status bounded_dup(MPI_Comm comm, int64_t timeout_ms, MPI_Comm *out) {
   BAGUA_TRY(wait_posted(p, timeout_ms, "duplicating the communicator"));
   MPI_Comm_set_errhandler(p->dup, MPI_ERRORS_RETURN);
   *out = p->dup;
+  live_add(Live::duplicate, 1);
   return BAGUA_SUCCESS;
+}
+
+void free_dup(MPI_Comm *dup) {
+  MPI_Comm_free(dup);
+  live_add(Live::duplicate, -1);
 }
 
 Status bounded_agree(MPI_Comm comm, int64_t value, int64_t timeout_ms, const char *what,

@@ -23,6 +23,8 @@ Status bounded_allreduce_max(MPI_Comm comm, std::span<const int64_t> in, std::sp
 
 // Collective: MPI_Comm_dup of `comm` within `timeout_ms`, errors returned.
 Status bounded_dup(MPI_Comm comm, int64_t timeout_ms, MPI_Comm *out);
+// Frees a duplicate bounded_dup made (Live::duplicate counts those not freed).
+void free_dup(MPI_Comm *dup);
 
 // Collective: every rank learns whether all ranks hold the same `value`
 // (max of [v, -v] equals [v, -v] everywhere).

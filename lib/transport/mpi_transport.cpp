@@ -169,6 +169,14 @@ class MpiTransport final : public Transport {
     free_.push_back(index);
   }
 
+  // A receive of one MPI request: cancelled, and nothing of its peer can
+  // come late (a receive in pieces is abandoned).
+  void cancel_unmatched(Request *req) override {
+    if (!req->active || handle(req).as_pieces) return abandon(req);
+    req->active = false;
+    abandon_one(*req, &handle(req).mpi);
+  }
+
  private:
   Handle &handle(Request *req) { return *reinterpret_cast<Handle *>(req->handle); }
   bool cut_in_pieces(const Request &req) const {

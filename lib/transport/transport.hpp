@@ -10,6 +10,7 @@
 #include <memory>
 #include <span>
 
+#include "../base/live_objects.hpp"
 #include "../base/send_memory.hpp"
 #include "../base/status.hpp"
 
@@ -47,8 +48,10 @@ struct Request {
 
 class Transport {
  public:
-  Transport(int rank, int size, Tag max_tag) : rank_(rank), size_(size), max_tag_(max_tag) {}
-  virtual ~Transport() = default;
+  Transport(int rank, int size, Tag max_tag) : rank_(rank), size_(size), max_tag_(max_tag) {
+    live_add(Live::transport, 1);
+  }
+  virtual ~Transport() { live_add(Live::transport, -1); }
   Transport(const Transport &) = delete;
   Transport &operator=(const Transport &) = delete;
 
@@ -75,6 +78,12 @@ class Transport {
   // send still in flight is recorded with abandoned_send_add (its buffer must
   // outlive it: lib/base/send_memory.hpp).
   virtual void abandon(Request *req) = 0;
+
+  // Cancels a receive that no peer's message will ever match (the protocol
+  // guarantees it: a controller's inbox once every rank has left). Unlike
+  // abandon(), it does not make late messages possible. By default it
+  // abandons (transports whose abandoned receives leave nothing late).
+  virtual void cancel_unmatched(Request *req) { abandon(req); }
 
   // True once a request failed or was abandoned: a send of ours may still be
   // in flight, or a peer's message may still arrive unmatched (the rest of a

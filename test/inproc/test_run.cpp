@@ -1,8 +1,11 @@
 // The core's run path on in-process ranks: the call check (ranks whose calls
 // differ all get BAGUA_ERR_MISMATCH before any data moves, so a smaller
-// buffer is never overrun), and the bytes a call sends as the library counts
+// buffer is never overrun; a stateful call's non-finite input is refused on
+// every rank), and the bytes a call sends as the library counts
 // them, against the loopback's own count.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -98,4 +101,68 @@ TEST_CASE("the call check can be switched off", "[run]") {
     return s == BAGUA_SUCCESS && data[0] == 3.0f;
   });
   for (bool ok : results) CHECK(ok);
+}
+
+namespace {
+
+// A sign call of `data` into `out` with its error-feedback residuals.
+Call sign_call(std::vector<float> &data, std::vector<float> &out, bagua::SignFeedback &feedback) {
+  Call call = call_on(data, Wire::sign, data.size(), DType::f32, ReduceOp::sum);
+  call.dst = out.data();
+  call.feedback = &feedback;
+  return call;
+}
+
+// On n ranks: a sign call, then one in which the last rank's input holds a
+// NaN (every rank must refuse it, residuals unchanged), then a finite call,
+// with the call check on or off. True on a rank where all of that held.
+bool sign_survives_nan(int n, bool check_calls) {
+  bagua::Options options;
+  options.check_calls = check_calls;
+  const auto results = inproc::spawn(n, [&](bagua::Transport &t, int r) {
+    std::vector<float> data(300, 0.25f * float(r + 1)), out(300);
+    bagua::SignFeedback feedback(MPI_COMM_NULL, data.size());
+    inproc::Rank rank(t);
+    const auto run = [&] {
+      bagua::AlgoContext ctx = rank.next_call(1 << 12);
+      return bagua::run_flat(ctx, sign_call(data, out, feedback), Schedule::bytegrad, options);
+    };
+    bool ok = run() == BAGUA_SUCCESS;
+    const std::vector<float> contribution = feedback.contribution, reduced = feedback.reduced;
+    if (r == n - 1) data[17] = NAN;
+    ok = ok && run() == BAGUA_ERR_INVALID_ARGUMENT;
+    ok = ok && feedback.contribution == contribution && feedback.reduced == reduced;
+    data[17] = 0.25f * float(r + 1);
+    return ok && run() == BAGUA_SUCCESS;
+  });
+  return std::all_of(results.begin(), results.end(), [](bool ok) { return ok; });
+}
+
+// On n ranks: the check of a low-precision step (lowprec_step itself needs
+// MPI) refuses on every rank when one rank's input holds an infinity.
+bool lowprec_check_refuses(int n, int bad_rank) {
+  const auto results = inproc::spawn(n, [&](bagua::Transport &t, int r) {
+    std::vector<float> data(100, 1.0f);
+    if (r == bad_rank) data[99] = INFINITY;
+    Call call = call_on(data, Wire::q8, data.size(), DType::f32, ReduceOp::avg);
+    call.family = bagua::Family::lowprec;
+    inproc::Rank rank(t);
+    bagua::AlgoContext ctx = rank.next_call(1 << 12);
+    const bagua::Status want = bad_rank < n ? BAGUA_ERR_INVALID_ARGUMENT : BAGUA_SUCCESS;
+    return bagua::agree_on_call(ctx, call, Schedule::ring, bagua::Options{}) == want;
+  });
+  return std::all_of(results.begin(), results.end(), [](bool ok) { return ok; });
+}
+
+}  // namespace
+
+TEST_CASE("a stateful call refuses a non-finite input on every rank, its state unchanged",
+          "[run]") {
+  for (int n = 1; n <= 16; ++n) {
+    INFO(n << " ranks");
+    CHECK(sign_survives_nan(n, true));
+    CHECK(lowprec_check_refuses(n, n - 1));
+    CHECK(lowprec_check_refuses(n, n));  // no bad rank: accepted
+  }
+  CHECK(sign_survives_nan(3, false));  // checked even without BAGUA_CHECK_CALLS
 }

@@ -72,6 +72,38 @@ TEST_CASE("async averaging converges to the mean of everything the ranks wrote",
   }
 }
 
+TEST_CASE("a non-finite value in one rank's weights skips the rounds, changing no weights",
+          "[async]") {
+  const int rank = test::world_rank(), n = test::world_size();
+  const size_t count = 1001;
+  std::vector<float> w(count, float(rank));
+  if (rank == n - 1) w[5] = NAN;
+  bagua_async_t handle = nullptr;
+  REQUIRE(bagua_async_average_create(w.data(), int(count), MPI_FLOAT, 1, MPI_COMM_WORLD, &handle) ==
+          BAGUA_SUCCESS);
+  sleep_ms(50);  // rounds run meanwhile (how many does not matter)
+  REQUIRE(bagua_async_average_lock(handle) == BAGUA_SUCCESS);
+  bool unchanged = true;
+  for (size_t i = 0; i < count; ++i)
+    unchanged = unchanged && (rank == n - 1 && i == 5 ? std::isnan(w[i]) : w[i] == float(rank));
+  // Recovery: the rank replaces its bad value; the next rounds average.
+  w[5] = float(rank);
+  REQUIRE(bagua_async_average_unlock(handle) == BAGUA_SUCCESS);
+  CHECK(unchanged);
+  const float mean = float(n - 1) / 2;
+  bool converged = false;
+  for (int poll = 0; poll < 2000 && !converged; ++poll) {
+    bagua_async_average_lock(handle);
+    bool mine = true;
+    for (float v : w) mine = mine && std::fabs(v - mean) <= 1e-5f;
+    bagua_async_average_unlock(handle);
+    converged = test::all_ranks(mine);
+    if (!converged) sleep_ms(10);
+  }
+  CHECK(converged);
+  CHECK(bagua_async_average_destroy(&handle) == BAGUA_SUCCESS);
+}
+
 TEST_CASE("abort and resume cycle many times without a hang or a leaked thread", "[async]") {
   const int rank = test::world_rank();
   std::vector<float> w(257, float(rank));

@@ -264,6 +264,44 @@ TEST_CASE("sign state save and load: a restored state continues bit for bit",
   CHECK(bagua_sign_state_destroy(&restored) == BAGUA_SUCCESS);
 }
 
+TEST_CASE("sign refuses a non-finite input on every rank, its residuals unchanged",
+          "[compressed][sign]") {
+  const int rank = test::world_rank(), n = test::world_size();
+  const size_t count = 1000;
+  // With and without the call check: a stateful call checks its input anyway.
+  for (const char *check : {"1", "0"}) {
+    INFO("BAGUA_CHECK_CALLS=" << check);
+    test::ScopedComm comm({{"BAGUA_CHECK_CALLS", check}});
+    // The same calls on two states, one of which also sees the refused call.
+    bagua_sign_state_t state = nullptr, clean = nullptr;
+    REQUIRE(bagua_sign_state_create(int(count), comm.get(), &state) == BAGUA_SUCCESS);
+    REQUIRE(bagua_sign_state_create(int(count), comm.get(), &clean) == BAGUA_SUCCESS);
+    std::vector<float> in(count), out(count), ref(count);
+    for (size_t i = 0; i < count; ++i) in[i] = float(input(rank, i));
+    const auto sign = [&](bagua_sign_state_t s, const std::vector<float> &x,
+                          std::vector<float> &y) {
+      return bagua_allreduce_sign(x.data(), y.data(), int(count), MPI_FLOAT, MPI_SUM, comm.get(),
+                                  s);
+    };
+    REQUIRE(sign(state, in, out) == BAGUA_SUCCESS);
+    REQUIRE(sign(clean, in, ref) == BAGUA_SUCCESS);
+    for (float bad : {NAN, -INFINITY}) {
+      std::vector<float> poisoned = in;
+      if (rank == n - 1) poisoned[7] = bad;
+      test::expect_error(sign(state, poisoned, out), BAGUA_ERR_INVALID_ARGUMENT,
+                         rank == n - 1 ? "on this rank" : "on another rank");
+    }
+    // The next finite calls give what the clean state gives, bit for bit.
+    for (int call = 0; call < 3; ++call) {
+      REQUIRE(sign(state, in, out) == BAGUA_SUCCESS);
+      REQUIRE(sign(clean, in, ref) == BAGUA_SUCCESS);
+      CHECK(std::memcmp(out.data(), ref.data(), count * sizeof(float)) == 0);
+    }
+    bagua_sign_state_destroy(&state);
+    bagua_sign_state_destroy(&clean);
+  }
+}
+
 TEST_CASE("compressed allreduce rejects bad arguments clearly", "[compressed][errors]") {
   float a[8] = {}, b[8] = {};
   for (const Method &m : kMethods) {

@@ -288,6 +288,58 @@ TEST_CASE("low-precision steps converge to the common mean", "[decentralized][lo
   CHECK(worst <= 1e-2 * std::max(n - 1, 1));
 }
 
+namespace {
+
+// The state's replicas (self, left, right), copied.
+std::vector<float> replicas_of(bagua_lowprec_t state, size_t count) {
+  const float *parts[3] = {};
+  REQUIRE(bagua_lowprec_replicas(state, &parts[0], &parts[1], &parts[2]) == BAGUA_SUCCESS);
+  std::vector<float> out;
+  for (const float *p : parts) out.insert(out.end(), p, p + count);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a non-finite input is refused on every rank and leaves the replicas unchanged",
+          "[decentralized][lowprec]") {
+  const int rank = test::world_rank(), n = test::world_size();
+  const size_t count = 4096;
+  for (float bad : {NAN, INFINITY}) {
+    // The same steps on two states, one of which also sees the refused step.
+    std::vector<float> x(count), ref(count);
+    for (size_t i = 0; i < count; ++i) x[i] = ref[i] = float(rank) + 0.01f * float(i % 13);
+    bagua_lowprec_t state = nullptr, clean = nullptr;
+    REQUIRE(bagua_lowprec_create(x.data(), int(count), MPI_FLOAT, 1, MPI_COMM_WORLD, &state) ==
+            BAGUA_SUCCESS);
+    REQUIRE(bagua_lowprec_create(ref.data(), int(count), MPI_FLOAT, 1, MPI_COMM_WORLD, &clean) ==
+            BAGUA_SUCCESS);
+    REQUIRE(bagua_lowprec_step(state, x.data()) == BAGUA_SUCCESS);
+    REQUIRE(bagua_lowprec_step(clean, ref.data()) == BAGUA_SUCCESS);
+    const std::vector<float> before = replicas_of(state, count);
+    // The last rank's input holds one bad value; every rank refuses.
+    std::vector<float> poisoned = x;
+    if (rank == n - 1) poisoned[count / 2] = bad;
+    test::expect_error(bagua_lowprec_step(state, poisoned.data()), BAGUA_ERR_INVALID_ARGUMENT,
+                       rank == n - 1 ? "on this rank" : "on another rank");
+    CHECK(replicas_of(state, count) == before);
+    // The next finite step is the one the clean state takes.
+    for (size_t i = 0; i < count; ++i) x[i] = ref[i] = 0.5f;
+    REQUIRE(bagua_lowprec_step(state, x.data()) == BAGUA_SUCCESS);
+    REQUIRE(bagua_lowprec_step(clean, ref.data()) == BAGUA_SUCCESS);
+    CHECK(x == ref);
+    CHECK(replicas_of(state, count) == replicas_of(clean, count));
+    CHECK(std::all_of(x.begin(), x.end(), [](float v) { return std::isfinite(v); }));
+    bagua_lowprec_destroy(&state);
+    bagua_lowprec_destroy(&clean);
+    // Nor is a state made from non-finite weights.
+    test::expect_error(
+        bagua_lowprec_create(poisoned.data(), int(count), MPI_FLOAT, 1, MPI_COMM_WORLD, &state),
+        BAGUA_ERR_INVALID_ARGUMENT, "NaN or an infinity");
+    CHECK(state == nullptr);
+  }
+}
+
 TEST_CASE("decentralized calls reject bad arguments clearly", "[decentralized][errors]") {
   float a[8] = {}, b[8] = {};
   auto expect = [](int rc, int code, const char *words) {

@@ -311,6 +311,30 @@ TEST_CASE("P = N gives exactly allreduce's average", "[partial]") {
   }
 }
 
+TEST_CASE("a non-finite input affects its own call only: the next call is right", "[partial]") {
+  const int n = test::world_size(), rank = test::world_rank();
+  test::ScopedComm comm({{"BAGUA_PARTIAL_DEADLINE_MS", "100000"},
+                         {"BAGUA_PARTIAL_DEADLINE_MAX_MS", "100000"},
+                         {"BAGUA_PARTIAL_WEIGHTS", "staleness"}});
+  const size_t count = 1000;
+  std::vector<float> data(count, float(rank)), out(count), by_allreduce(count);
+  // Partial reduce keeps no data across calls (the staleness weights come
+  // from iteration counts), so the bad value reaches this call's result only.
+  if (rank == n - 1) data[3] = NAN;
+  REQUIRE(bagua_partial_reduce(data.data(), out.data(), int(count), MPI_FLOAT, n, comm.get(),
+                               nullptr) == BAGUA_SUCCESS);
+  CHECK(std::isnan(out[3]));
+  data[3] = float(rank);
+  REQUIRE(bagua_partial_reduce(data.data(), out.data(), int(count), MPI_FLOAT, n, comm.get(),
+                               nullptr) == BAGUA_SUCCESS);
+  REQUIRE(bagua_allreduce(data.data(), by_allreduce.data(), int(count), MPI_FLOAT, BAGUA_AVG,
+                          comm.get()) == BAGUA_SUCCESS);
+  size_t wrong = 0;
+  for (size_t i = 0; i < count; ++i) wrong += !(std::fabs(out[i] - by_allreduce[i]) <= 1e-6f);
+  CHECK(wrong == 0);
+  REQUIRE(bagua_partial_leave(comm.get()) == BAGUA_SUCCESS);
+}
+
 namespace {
 
 // Smooth non-integer inputs in [-3, 5], so q8 rounding really happens.

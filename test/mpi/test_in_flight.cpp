@@ -1,0 +1,83 @@
+// Refusals at BAGUA_MAX_IN_FLIGHT (set small by the test's environment):
+// ranks that start and wait for the same calls refuse the same ones, however
+// the calls' completions interleave, and the communicator stays usable.
+#include <mpi.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "helpers.hpp"
+
+namespace {
+
+int limit() {
+  const char *v = std::getenv("BAGUA_MAX_IN_FLIGHT");
+  return v != nullptr ? std::atoi(v) : 1024;
+}
+
+// Starts `calls` calls before waiting for any, pausing `pause_ms` once the
+// limit is reached (the calls running meanwhile complete, which must not
+// matter); call k adds k on every rank. Returns whether every rank refused
+// exactly the calls past the limit, and checks the accepted calls' sums.
+bool post_then_wait(MPI_Comm comm, int calls, int pause_ms) {
+  std::vector<float> values(size_t(calls), 0.0f);
+  std::vector<MPI_Request> reqs(size_t(calls), MPI_REQUEST_NULL);
+  bool as_expected = true;
+  for (int k = 0; k < calls; ++k) {
+    if (k == limit()) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+    values[size_t(k)] = float(k);
+    const int rc = bagua_iallreduce(MPI_IN_PLACE, &values[size_t(k)], 1, MPI_FLOAT, MPI_SUM, comm,
+                                    &reqs[size_t(k)]);
+    const bool accepted = rc == BAGUA_SUCCESS;
+    if (accepted != (k < limit())) {
+      UNSCOPED_INFO("call " << k << " of " << calls << ": " << bagua_last_error());
+      as_expected = false;
+    }
+  }
+  CHECK(MPI_Waitall(calls, reqs.data(), MPI_STATUSES_IGNORE) == MPI_SUCCESS);
+  for (int k = 0; k < std::min(calls, limit()); ++k)
+    CHECK(values[size_t(k)] == float(k * test::world_size()));
+  return test::all_ranks(as_expected);
+}
+
+// 100 calls in batches within the limit: all succeed with the right sums.
+void hundred_more(MPI_Comm comm) {
+  const int batch = std::min(limit(), 10);
+  for (int first = 0; first < 100; first += batch) {
+    std::vector<float> values(static_cast<size_t>(batch));
+    std::vector<MPI_Request> reqs(size_t(batch), MPI_REQUEST_NULL);
+    for (int k = 0; k < batch; ++k) {
+      values[size_t(k)] = float(first + k);
+      REQUIRE(bagua_iallreduce(MPI_IN_PLACE, &values[size_t(k)], 1, MPI_FLOAT, MPI_SUM, comm,
+                               &reqs[size_t(k)]) == BAGUA_SUCCESS);
+    }
+    REQUIRE(MPI_Waitall(batch, reqs.data(), MPI_STATUSES_IGNORE) == MPI_SUCCESS);
+    for (int k = 0; k < batch; ++k)
+      CHECK(values[size_t(k)] == float((first + k) * test::world_size()));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("refusals at the in-flight limit agree across ranks and leave the communicator usable",
+          "[iallreduce]") {
+  // A failed call reports through MPI_COMM_WORLD's handler (include/bagua.h).
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  // Just past the limit, well past it, and far past it (the issue's
+  // counts); then with the calls under the limit completing before more
+  // are started.
+  for (int pause_ms : {0, 100})
+    for (int calls : {limit() + 1, limit() + 4, 2 * limit() + 3, 1100, 2100}) {
+      INFO(calls << " calls before waiting, limit " << limit() << ", pause " << pause_ms << " ms");
+      CHECK(post_then_wait(comm, calls, pause_ms));
+      hundred_more(comm);
+    }
+  MPI_Comm_free(&comm);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
