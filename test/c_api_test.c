@@ -1,5 +1,6 @@
 /* The public header compiles as C and the library links from a C program;
- * runs a small allreduce with closed-form expected values. */
+ * runs a small allreduce with closed-form expected values, and refuses an
+ * out-of-band group without its allgather. */
 #include <stdio.h>
 
 #include "bagua.h"
@@ -17,6 +18,13 @@ int main(int argc, char **argv) {
     wrong = 1;
   }
   wrong += x[0] != size * (size - 1) / 2.0 || x[1] != size || x[2] != -x[0];
+  /* The initializer compiles as C; without a callback the call is refused. */
+  bagua_oob oob = BAGUA_OOB_INITIALIZER;
+  oob.rank = 0;
+  oob.size = 1;
+  MPI_Comm oob_comm = MPI_COMM_WORLD;
+  wrong += bagua_comm_create_oob(&oob, &oob_comm) != BAGUA_ERR_INVALID_ARGUMENT ||
+           oob_comm != MPI_COMM_NULL;
   wrong += bagua_finalize() != BAGUA_SUCCESS;
   MPI_Finalize();
   wrong += bagua_finalize() != BAGUA_ERR_NOT_INITIALIZED; /* after MPI_Finalize */

@@ -42,6 +42,9 @@ class TimelineSink final : public PhaseSink {
 
 Status BucketComm::create(MPI_Comm user_comm, const BucketConfig &config,
                           std::unique_ptr<BucketComm> *out) {
+  // Its layout check and bucket size tuning agree over MPI.
+  const Communicator *parent = Communicator::find(user_comm);
+  if (parent != nullptr) BAGUA_TRY(parent->require_mpi_group("bucketed communication"));
   std::unique_ptr<Communicator> comm;
   BAGUA_TRY(Communicator::create_private(user_comm, "bagua_bucket_comm_create (its bucket workers)",
                                          &comm));

@@ -1,5 +1,7 @@
 // Per-communicator state: a duplicate of the user's communicator (so our
-// messages never match the user's), the transport over it, call sequence
+// messages never match the user's), the transport over it (or, for a
+// communicator formed without MPI by bagua_comm_create_oob, no duplicate and
+// a transport connected out of band), call sequence
 // numbers for tags, scratch memory and options. Created on first use, cached
 // on the user's communicator as an MPI attribute; features that run on
 // background threads (buckets, asynchronous averaging, nonblocking calls)
@@ -21,6 +23,7 @@
 namespace bagua {
 
 class DeviceScratch;
+class Exchange;
 class Hierarchy;
 
 // State of one collective family that lives as long as its communicator
@@ -37,11 +40,22 @@ class Communicator {
  public:
   // The state of `user_comm`, created (collectively) on first use.
   static Status get(MPI_Comm user_comm, Communicator **out);
+  // The state cached on `user_comm`, or nullptr; creates nothing.
+  static Communicator *find(MPI_Comm user_comm);
+
+  // bagua_comm_create_oob: a state of the group that `exchange` spans, over
+  // the ucx transport whatever BAGUA_TRANSPORT says, cached on *handle, a
+  // duplicate of MPI_COMM_SELF made for it. Collective over the group.
+  static Status create_oob(Exchange &exchange, MPI_Comm *handle);
+  // bagua_comm_free: frees a handle create_oob made (its state with it).
+  static Status free_oob(MPI_Comm *handle);
 
   // A state of `user_comm` (a valid intra-communicator) owned by the caller
   // and not cached on it; created collectively. Its transport may be used
   // from several threads at once, so with the mpi transport MPI must provide
   // MPI_THREAD_MULTIPLE (`feature` names the caller in the error message).
+  // On a communicator formed without MPI, its worker addresses are exchanged
+  // over the transport of user_comm's state, in that state's next call slot.
   static Status create_private(MPI_Comm user_comm, const char *feature,
                                std::unique_ptr<Communicator> *out);
 
@@ -53,7 +67,13 @@ class Communicator {
   Transport &transport() { return *transport_; }
   int rank() const { return transport_->rank(); }
   int size() const { return transport_->size(); }
+  // MPI_COMM_NULL on a communicator formed without MPI.
   MPI_Comm dup_comm() const { return dup_; }
+  // Whether the ranks are an MPI communicator's (false: formed without MPI).
+  bool has_mpi_group() const { return dup_ != MPI_COMM_NULL; }
+  // Fails, naming `feature`, on a communicator formed without MPI: for the
+  // features that need MPI collectives over the ranks.
+  Status require_mpi_group(const char *feature) const;
   const TagLayout &tags() const { return tags_; }
 
   // Fails when an earlier call broke this communicator.
@@ -113,6 +133,14 @@ class Communicator {
   // Duplicates user_comm and creates the transport over the duplicate.
   static Status create(MPI_Comm user_comm, const Options &options, bool shared_by_threads,
                        std::unique_ptr<Communicator> *out);
+  // A state without an MPI duplicate, over a ucx transport connected through
+  // `exchange`.
+  static Status create_without_mpi(Exchange &exchange, const Options &options,
+                                   bool shared_by_threads, std::unique_ptr<Communicator> *out);
+  // A private state of this communicator formed without MPI (create_private).
+  Status create_private_over_transport(std::unique_ptr<Communicator> *out);
+  // Caches `c` on `user_comm` (registry and attribute).
+  static Communicator *attach(MPI_Comm user_comm, std::unique_ptr<Communicator> c);
 
   MPI_Comm dup_;
   Options options_;

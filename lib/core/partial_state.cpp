@@ -31,6 +31,7 @@ Status PartialState::get(Communicator &comm, PartialState **out) {
 
 Status PartialState::create(Communicator &comm, std::unique_ptr<PartialState> *out) {
   const PartialOptions &o = comm.options().partial;
+  BAGUA_TRY(comm.require_mpi_group("partial reduce (its control communicator)"));
   BAGUA_TRY(require_thread_multiple("partial reduce (its controller thread)"));
   BAGUA_TRY(check_options(o, comm.size()));
   MPI_Comm control_comm;
