@@ -137,6 +137,13 @@ void check_bad_arguments(FileGroup &g) {
                 "freeing MPI_COMM_SELF");
 }
 
+// Every element of `v` within `tolerance` of `want`.
+void check_all(const std::vector<float> &v, float want, float tolerance, const char *what) {
+  size_t wrong = 0;
+  for (const float x : v) wrong += !(std::fabs(x - want) <= tolerance);
+  check(wrong == 0, what);
+}
+
 // Rank r's element i: small integers, so sums and averages are exact.
 float exact_input(int rank, size_t i) { return float(rank + 1) + float(i % 7); }
 
@@ -185,9 +192,7 @@ void check_sign(MPI_Comm comm) {
   check(bagua_allreduce_sign(send.data(), recv.data(), count, MPI_FLOAT, BAGUA_AVG, comm, state) ==
             BAGUA_SUCCESS,
         "bagua_allreduce_sign");
-  size_t wrong = 0;
-  for (const float v : recv) wrong += std::fabs(v - 0.5f) > 1e-6f;
-  check(wrong == 0, "sign allreduce result");
+  check_all(recv, 0.5f, 1e-6f, "sign allreduce result");
   bagua_sign_state_destroy(&state);
 }
 
@@ -216,9 +221,7 @@ void check_decentralized(MPI_Comm comm, int n) {
   check(bagua_decentralized_average(send.data(), recv.data(), count, MPI_FLOAT, BAGUA_PEER_ALL, 0,
                                     1, comm) == BAGUA_SUCCESS,
         "bagua_decentralized_average");
-  size_t wrong = 0;
-  for (const float v : recv) wrong += v != float(n - 1) / 2.0f;
-  check(wrong == 0, "decentralized average result");
+  check_all(recv, float(n - 1) / 2.0f, 0.0f, "decentralized average result");
 }
 
 // Equal weights everywhere: every rank's difference to its neighbours is 0.
@@ -229,9 +232,7 @@ void check_lowprec(MPI_Comm comm) {
             BAGUA_SUCCESS,
         "bagua_lowprec_create");
   check(bagua_lowprec_step(state, buf.data()) == BAGUA_SUCCESS, "bagua_lowprec_step");
-  size_t wrong = 0;
-  for (const float v : buf) wrong += std::fabs(v - 1.5f) > 1e-6f;
-  check(wrong == 0, "low-precision average result");
+  check_all(buf, 1.5f, 1e-6f, "low-precision average result");
   bagua_lowprec_destroy(&state);
 }
 
@@ -243,9 +244,7 @@ void check_async(MPI_Comm comm) {
             BAGUA_SUCCESS,
         "bagua_async_average_create");
   check(bagua_async_average_destroy(&handle) == BAGUA_SUCCESS, "bagua_async_average_destroy");
-  size_t wrong = 0;
-  for (const float v : buf) wrong += v != 2.0f;
-  check(wrong == 0, "asynchronous average result");
+  check_all(buf, 2.0f, 0.0f, "asynchronous average result");
 }
 
 void check_refused_features(MPI_Comm comm) {
