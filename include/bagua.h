@@ -171,9 +171,9 @@ typedef struct bagua_oob {
  * MPI_COMM_SELF) carrying that state. bagua calls on *comm run over the
  * group, always over the ucx transport: the allreduces (exact and
  * compressed), the nonblocking allreduces, decentralized and low-precision
- * averaging, asynchronous averaging. Calls that need MPI collectives over
- * the group (bucketed communicators, partial reduce, BAGUA_HIERARCHICAL)
- * return BAGUA_ERR_INVALID_ARGUMENT saying so. MPI's own calls on *comm see
+ * averaging, asynchronous averaging, bucketed communicators. Calls that
+ * need MPI over the group (partial reduce, BAGUA_HIERARCHICAL) return
+ * BAGUA_ERR_INVALID_ARGUMENT saying so. MPI's own calls on *comm see
  * one rank (MPI_Comm_size gives 1), as do communicators MPI makes from it.
  * MPI must be initialised (MPI_THREAD_MULTIPLE for the nonblocking and
  * asynchronous calls); settings must be identical on every rank.

@@ -197,11 +197,29 @@ Status Communicator::create_private(MPI_Comm user_comm, const char *feature,
   return create_checked(user_comm, /*shared_by_threads=*/true, out, feature);
 }
 
+TransportExchange Communicator::exchange_in_next_slot() {
+  const AlgoContext ctx = next_call();
+  return TransportExchange(*transport_, ctx.tags, ctx.deadline);
+}
+
 Status Communicator::create_private_over_transport(std::unique_ptr<Communicator> *out) {
   BAGUA_TRY(check_usable());
-  const AlgoContext ctx = next_call();
-  TransportExchange exchange(*transport_, ctx.tags, ctx.deadline);
+  TransportExchange exchange = exchange_in_next_slot();
   return record(create_without_mpi(exchange, options_, /*shared_by_threads=*/true, out));
+}
+
+Status Communicator::agree_max(std::span<const int64_t> in, std::span<int64_t> out,
+                               const char *what) {
+  if (has_mpi_group()) return bounded_allreduce_max(dup_, in, out, options_.timeout_ms, what);
+  return record(exchange_in_next_slot().max(in, out, what));
+}
+
+Status Communicator::agree_equal(int64_t value, const char *what, bool *same) {
+  const int64_t mine[2] = {value, -value};
+  int64_t all[2];
+  BAGUA_TRY(agree_max(mine, all, what));
+  *same = all[0] == value && -all[1] == value;
+  return BAGUA_SUCCESS;
 }
 
 Status Communicator::create_without_mpi(Exchange &exchange, const Options &options,

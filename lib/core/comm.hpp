@@ -13,9 +13,11 @@
 #include <array>
 #include <atomic>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "../algo/context.hpp"
+#include "exchange.hpp"
 #include "failure.hpp"
 #include "options.hpp"
 #include "tags.hpp"
@@ -23,7 +25,6 @@
 namespace bagua {
 
 class DeviceScratch;
-class Exchange;
 class Hierarchy;
 
 // State of one collective family that lives as long as its communicator
@@ -75,6 +76,14 @@ class Communicator {
   // features that need MPI collectives over the ranks.
   Status require_mpi_group(const char *feature) const;
   const TagLayout &tags() const { return tags_; }
+
+  // Collective agreements outside the algorithms (bucket layouts and sizes),
+  // bounded by BAGUA_TIMEOUT_MS: out[i] = max over ranks of in[i]; *same:
+  // whether every rank holds `value`. Over MPI on the duplicate, or on a
+  // communicator formed without MPI over the transport in the next call slot
+  // (no call of this communicator may then be in flight on this rank).
+  Status agree_max(std::span<const int64_t> in, std::span<int64_t> out, const char *what);
+  Status agree_equal(int64_t value, const char *what, bool *same);
 
   // Fails when an earlier call broke this communicator.
   Status check_usable() const { return failure_.check(); }
@@ -139,6 +148,9 @@ class Communicator {
                                    bool shared_by_threads, std::unique_ptr<Communicator> *out);
   // A private state of this communicator formed without MPI (create_private).
   Status create_private_over_transport(std::unique_ptr<Communicator> *out);
+  // The setup collective over this communicator's transport, in the next
+  // call slot.
+  TransportExchange exchange_in_next_slot();
   // Caches `c` on `user_comm` (registry and attribute).
   static Communicator *attach(MPI_Comm user_comm, std::unique_ptr<Communicator> c);
 

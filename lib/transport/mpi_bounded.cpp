@@ -73,15 +73,6 @@ Status bounded_dup(MPI_Comm comm, int64_t timeout_ms, MPI_Comm *out) {
   return BAGUA_SUCCESS;
 }
 
-Status bounded_agree(MPI_Comm comm, int64_t value, int64_t timeout_ms, const char *what,
-                     bool *same) {
-  const int64_t mine[2] = {value, -value};
-  int64_t all[2];
-  BAGUA_TRY(bounded_allreduce_max(comm, mine, all, timeout_ms, what));
-  *same = all[0] == value && -all[1] == value;
-  return BAGUA_SUCCESS;
-}
-
 Status bounded_allgather_bytes(MPI_Comm comm, std::span<const char> mine, int64_t timeout_ms,
                                const char *what, std::vector<char> *all,
                                std::vector<int> *offsets) {

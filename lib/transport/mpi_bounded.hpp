@@ -25,11 +25,6 @@ Status bounded_allreduce_max(MPI_Comm comm, std::span<const int64_t> in, std::sp
 // Collective: MPI_Comm_dup of `comm` within `timeout_ms`, errors returned.
 Status bounded_dup(MPI_Comm comm, int64_t timeout_ms, MPI_Comm *out);
 
-// Collective: every rank learns whether all ranks hold the same `value`
-// (max of [v, -v] equals [v, -v] everywhere).
-Status bounded_agree(MPI_Comm comm, int64_t value, int64_t timeout_ms, const char *what,
-                     bool *same);
-
 // Collective: every rank's `mine` bytes, concatenated in rank order into
 // *all; rank p's start at (*offsets)[p].
 Status bounded_allgather_bytes(MPI_Comm comm, std::span<const char> mine, int64_t timeout_ms,

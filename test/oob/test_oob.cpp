@@ -6,7 +6,8 @@
 // under a temporary name, then renamed). A rank checks: refused arguments
 // and a failing callback, then exact, compressed and nonblocking
 // allreduces, decentralized, low-precision and asynchronous averaging
-// against closed-form values, a feature refused on such a communicator,
+// and bucketed communication (with automatic bucket size) against
+// closed-form values, a feature refused on such a communicator,
 // bagua_comm_free, and a handle whose state bagua_finalize freed.
 #include <bagua.h>
 #include <mpi.h>
@@ -243,11 +244,37 @@ void check_stateful_averages(MPI_Comm comm, bool async) {
   check_all(buf, 1.5f, 1e-6f, "low-precision and asynchronous average results");
 }
 
-void check_refused_features(MPI_Comm comm) {
+// Two tensors of `count` elements averaged by the bucket workers (which run
+// over a transport connected through the communicator's own) for `rounds`
+// rounds; with automatic bucket size, the step times are agreed over it too.
+void check_buckets(MPI_Comm comm, int n, size_t count, int auto_bytes, int rounds) {
+  std::vector<float> a(count, float(my_rank)), b(count, float(2 * my_rank));
+  bagua_bucket_config config = BAGUA_BUCKET_CONFIG_INITIALIZER;
+  config.auto_bucket_bytes = auto_bytes;
   bagua_bucket_comm_t bc = nullptr;
-  check_refused(bagua_bucket_comm_create(comm, nullptr, &bc), BAGUA_ERR_INVALID_ARGUMENT,
-                "needs a communicator of MPI processes", "bucketed communicator refused");
-  check(bc == nullptr, "no bucketed communicator");
+  int ids[2] = {0, 0}, buckets = 0;
+  bool ok =
+      bagua_bucket_comm_create(comm, &config, &bc) == BAGUA_SUCCESS &&
+      bagua_bucket_comm_register(bc, a.data(), int(count), MPI_FLOAT, &ids[0]) == BAGUA_SUCCESS &&
+      bagua_bucket_comm_register(bc, b.data(), int(count), MPI_FLOAT, &ids[1]) == BAGUA_SUCCESS &&
+      bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets) == BAGUA_SUCCESS;
+  for (int round = 0; round < rounds && ok; ++round)
+    ok = bagua_bucket_comm_mark_ready(bc, ids[0]) == BAGUA_SUCCESS &&
+         bagua_bucket_comm_mark_ready(bc, ids[1]) == BAGUA_SUCCESS &&
+         bagua_bucket_comm_wait_all(bc) == BAGUA_SUCCESS;
+  check(ok, "bucketed communicator");
+  bagua_bucket_comm_destroy(&bc);
+  check_all(a, float(n - 1) / 2.0f, 0.0f, "bucket average of the first tensor");
+  check_all(b, float(n - 1), 0.0f, "bucket average of the second tensor");
+}
+
+// Partial reduce's controller works over an MPI duplicate.
+void check_refused_features(MPI_Comm comm) {
+  std::vector<float> send(10, 1.0f), recv(10);
+  bagua_group_info info;
+  check_refused(bagua_partial_reduce(send.data(), recv.data(), 10, MPI_FLOAT, 2, comm, &info),
+                BAGUA_ERR_INVALID_ARGUMENT, "needs a communicator of MPI processes",
+                "partial reduce refused");
 }
 
 // bagua_finalize frees the state: calls on the handle are refused, and
@@ -296,6 +323,12 @@ int run_rank(int rank, int size, const char *dir) {
     if (provided == MPI_THREAD_MULTIPLE) check_nonblocking(comm, size);
     check_decentralized(comm, size);
     check_stateful_averages(comm, provided == MPI_THREAD_MULTIPLE);
+    if (provided == MPI_THREAD_MULTIPLE) {
+      check_buckets(comm, size, 1000, 0, 1);
+      // 1.2 MB tensors: the 1 MiB cap forms two buckets, 4 MiB and above
+      // one, so the tuner times both (3 steps each) and agrees.
+      check_buckets(comm, size, 300000, 1, 8);
+    }
     check_refused_features(comm);
     check_exact(comm, size, 1000);  // still usable after a refusal
     check(bagua_comm_free(&comm) == BAGUA_SUCCESS && comm == MPI_COMM_NULL, "bagua_comm_free");
