@@ -171,8 +171,8 @@ typedef struct bagua_oob {
  * MPI_COMM_SELF) carrying that state. bagua calls on *comm run over the
  * group, always over the ucx transport: the allreduces (exact and
  * compressed), the nonblocking allreduces, decentralized and low-precision
- * averaging, asynchronous averaging, bucketed communicators. Calls that
- * need MPI over the group (partial reduce, BAGUA_HIERARCHICAL) return
+ * averaging, asynchronous averaging, bucketed communicators, partial reduce.
+ * Hierarchical mode (BAGUA_HIERARCHICAL), whose nodes come from MPI, returns
  * BAGUA_ERR_INVALID_ARGUMENT saying so. MPI's own calls on *comm see
  * one rank (MPI_Comm_size gives 1), as do communicators MPI makes from it.
  * MPI must be initialised (MPI_THREAD_MULTIPLE for the nonblocking and

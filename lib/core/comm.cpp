@@ -208,6 +208,13 @@ Status Communicator::create_private_over_transport(std::unique_ptr<Communicator>
   return record(create_without_mpi(exchange, options_, /*shared_by_threads=*/true, out));
 }
 
+Status Communicator::connect_transport(std::unique_ptr<Transport> *out) {
+  TransportExchange exchange = exchange_in_next_slot();
+  BAGUA_TRY(record(ucx_transport_create(exchange, out)));
+  *out = shareable(std::move(*out), /*shared_by_threads=*/true);
+  return BAGUA_SUCCESS;
+}
+
 Status Communicator::agree_max(std::span<const int64_t> in, std::span<int64_t> out,
                                const char *what) {
   if (has_mpi_group()) return bounded_allreduce_max(dup_, in, out, options_.timeout_ms, what);

@@ -77,6 +77,11 @@ class Communicator {
   Status require_mpi_group(const char *feature) const;
   const TagLayout &tags() const { return tags_; }
 
+  // Collective, on a communicator formed without MPI: a new ucx transport
+  // among its ranks (shared by threads), connected over this communicator's
+  // transport in the next call slot.
+  Status connect_transport(std::unique_ptr<Transport> *out);
+
   // Collective agreements outside the algorithms (bucket layouts and sizes),
   // bounded by BAGUA_TIMEOUT_MS: out[i] = max over ranks of in[i]; *same:
   // whether every rank holds `value`. Over MPI on the duplicate, or on a

@@ -5,10 +5,10 @@
 // out-of-band allgather goes through files in a shared directory (written
 // under a temporary name, then renamed). A rank checks: refused arguments
 // and a failing callback, then exact, compressed and nonblocking
-// allreduces, decentralized, low-precision and asynchronous averaging
-// and bucketed communication (with automatic bucket size) against
-// closed-form values, a feature refused on such a communicator,
-// bagua_comm_free, and a handle whose state bagua_finalize freed.
+// allreduces, decentralized, low-precision and asynchronous averaging,
+// bucketed communication (with automatic bucket size) and
+// partial reduce against closed-form values, bagua_comm_free, hierarchical
+// mode refused, and a handle whose state bagua_finalize freed.
 #include <bagua.h>
 #include <mpi.h>
 #include <signal.h>
@@ -268,22 +268,31 @@ void check_buckets(MPI_Comm comm, int n, size_t count, int auto_bytes, int round
   check_all(b, float(n - 1), 0.0f, "bucket average of the second tensor");
 }
 
-// Partial reduce's controller works over an MPI duplicate.
-void check_refused_features(MPI_Comm comm) {
-  std::vector<float> send(10, 1.0f), recv(10);
+// One group of every rank (equal inputs, so any group's average is 1.5),
+// formed by the controller over its own transport; then every rank leaves.
+void check_partial(MPI_Comm comm, int n) {
+  std::vector<float> send(500, 1.5f), recv(500);
   bagua_group_info info;
-  check_refused(bagua_partial_reduce(send.data(), recv.data(), 10, MPI_FLOAT, 2, comm, &info),
-                BAGUA_ERR_INVALID_ARGUMENT, "needs a communicator of MPI processes",
-                "partial reduce refused");
+  check(bagua_partial_reduce(send.data(), recv.data(), int(send.size()), MPI_FLOAT, n, comm,
+                             &info) == BAGUA_SUCCESS &&
+            info.size == n && bagua_partial_leave(comm) == BAGUA_SUCCESS,
+        "partial reduce");
+  check_all(recv, 1.5f, 0.0f, "partial reduce result");
 }
 
+// Hierarchical mode (set on every rank) is refused: its nodes come from MPI.
 // bagua_finalize frees the state: calls on the handle are refused, and
 // bagua_comm_free still frees it.
-void check_after_finalize(const bagua_oob &oob) {
+void check_hierarchical_and_finalize(const bagua_oob &oob) {
   MPI_Comm comm = MPI_COMM_NULL;
+  setenv("BAGUA_HIERARCHICAL", "1", 1);
   check(bagua_comm_create_oob(&oob, &comm) == BAGUA_SUCCESS, "second bagua_comm_create_oob");
-  bagua_finalize();
+  unsetenv("BAGUA_HIERARCHICAL");
   float x = 1.0f;
+  check_refused(bagua_allreduce_q8(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, comm),
+                BAGUA_ERR_INVALID_ARGUMENT, "needs a communicator of MPI processes",
+                "hierarchical mode refused");
+  bagua_finalize();
   check_refused(bagua_allreduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, comm),
                 BAGUA_ERR_INVALID_ARGUMENT, "bagua_finalize freed",
                 "a call after bagua_finalize refused");
@@ -329,11 +338,11 @@ int run_rank(int rank, int size, const char *dir) {
       // one, so the tuner times both (3 steps each) and agrees.
       check_buckets(comm, size, 300000, 1, 8);
     }
-    check_refused_features(comm);
+    if (provided == MPI_THREAD_MULTIPLE) check_partial(comm, size);
     check_exact(comm, size, 1000);  // still usable after a refusal
     check(bagua_comm_free(&comm) == BAGUA_SUCCESS && comm == MPI_COMM_NULL, "bagua_comm_free");
   }
-  check_after_finalize(oob);
+  check_hierarchical_and_finalize(oob);
   bagua_finalize();
   MPI_Finalize();
   std::printf("rank %d: %d of %d checks passed\n", rank, checks - failures, checks);
