@@ -175,8 +175,8 @@ typedef struct bagua_oob {
  * Hierarchical mode (BAGUA_HIERARCHICAL), whose nodes come from MPI, returns
  * BAGUA_ERR_INVALID_ARGUMENT saying so. MPI's own calls on *comm see
  * one rank (MPI_Comm_size gives 1), as do communicators MPI makes from it.
- * MPI must be initialised (MPI_THREAD_MULTIPLE for the nonblocking and
- * asynchronous calls); settings must be identical on every rank.
+ * MPI must be initialised (MPI_THREAD_MULTIPLE for the nonblocking calls
+ * and partial reduce); settings must be identical on every rank.
  *
  * @param oob  the group; read only during this call.
  * @param comm output: the handle (MPI_COMM_NULL on failure); free it with

@@ -1,8 +1,8 @@
 // Per-communicator state: a duplicate of the user's communicator (so our
 // messages never match the user's), the transport over it (or, for a
 // communicator formed without MPI by bagua_comm_create_oob, no duplicate and
-// a transport connected out of band), call sequence
-// numbers for tags, scratch memory and options. Created on first use, cached
+// a transport connected out of band), call sequence numbers for tags,
+// scratch memory and options. Created on first use, cached
 // on the user's communicator as an MPI attribute; features that run on
 // background threads (buckets, asynchronous averaging, nonblocking calls)
 // create private states of their own.
