@@ -183,8 +183,8 @@ typedef struct bagua_oob {
  *             bagua_comm_free, before bagua_finalize.
  * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL oob or comm,
  *         struct_size not one this library knows, size < 1, rank outside
- *         [0, size), NULL allgather, a callback that put this rank's bytes
- *         elsewhere), BAGUA_ERR_TRANSPORT (the callback returned nonzero, UCX
+ *         [0, size), NULL allgather, ranks that share an oob->rank or a
+ *         callback that gathers out of rank order), BAGUA_ERR_TRANSPORT (the callback returned nonzero, UCX
  *         failed), BAGUA_ERR_MISMATCH (BAGUA_* settings differ across ranks),
  *         BAGUA_ERR_NOT_AVAILABLE (bagua built without UCX),
  *         BAGUA_ERR_NOT_INITIALIZED.

@@ -27,18 +27,30 @@ Status OobExchange::gather(const void *send, void *recv, size_t bytes, const cha
   return BAGUA_SUCCESS;
 }
 
+// Every rank's rank and length: a place holding another rank's (the same
+// on every rank) means duplicate ranks or a callback out of rank order.
+Status OobExchange::gather_lengths(size_t length, const char *what, std::vector<size_t> *lengths) {
+  const size_t mine[2] = {size_t(rank()), length};
+  std::vector<size_t> all(2 * size_t(size()));
+  BAGUA_TRY(gather(mine, all.data(), sizeof mine, what));
+  lengths->resize(size_t(size()));
+  for (size_t p = 0; p < lengths->size(); ++p) {
+    if (all[2 * p] != p)
+      return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                  "%s: the out-of-band allgather put rank %zu's bytes at rank %zu's place: "
+                  "oob->rank must differ on every rank and the callback gather in rank order",
+                  what, all[2 * p], p);
+    (*lengths)[p] = all[2 * p + 1];
+  }
+  return BAGUA_SUCCESS;
+}
+
 // Two calls of the fixed-size callback: every rank's length, then every
 // rank's bytes padded to the longest.
 Status OobExchange::allgather(std::span<const char> mine, const char *what, std::vector<char> *all,
                               std::vector<int> *offsets) {
-  const size_t length = mine.size();
-  std::vector<size_t> lengths(static_cast<size_t>(size()));
-  BAGUA_TRY(gather(&length, lengths.data(), sizeof length, what));
-  if (lengths[size_t(rank())] != length)
-    return fail(BAGUA_ERR_INVALID_ARGUMENT,
-                "%s: the out-of-band allgather did not put this rank's bytes at rank %d's place "
-                "(rank order, size * bytes)",
-                what, rank());
+  std::vector<size_t> lengths;
+  BAGUA_TRY(gather_lengths(mine.size(), what, &lengths));
   const size_t longest = *std::max_element(lengths.begin(), lengths.end());
   std::vector<char> padded(longest, 0), gathered(longest * lengths.size());
   std::copy(mine.begin(), mine.end(), padded.begin());

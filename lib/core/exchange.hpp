@@ -21,6 +21,8 @@ class OobExchange final : public Exchange {
  private:
   // One call of the callback: `bytes` from every rank into recv.
   Status gather(const void *send, void *recv, size_t bytes, const char *what);
+  // Every rank's length (and a check of the ranks' places).
+  Status gather_lengths(size_t length, const char *what, std::vector<size_t> *lengths);
 
   const bagua_oob &oob_;
 };

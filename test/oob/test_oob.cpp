@@ -52,8 +52,9 @@ struct FileGroup {
   fs::path dir;
   int rank = 0;
   int size = 0;
-  int round = 0;      // calls so far: names the files of the next one
-  bool fail = false;  // the callback reports a failure
+  int round = 0;         // calls so far: names the files of the next one
+  bool fail = false;     // the callback reports a failure
+  bool reverse = false;  // the callback gathers in reverse rank order
 };
 
 fs::path round_file(const FileGroup &g, int round, int rank) {
@@ -87,8 +88,8 @@ int file_allgather(const void *send, void *recv, size_t bytes, void *ctx) {
   }
   fs::rename(tmp, mine);
   for (int p = 0; p < g.size; ++p)
-    if (!read_when_present(round_file(g, round, p), static_cast<char *>(recv) + size_t(p) * bytes,
-                           bytes))
+    if (!read_when_present(round_file(g, round, g.reverse ? g.size - 1 - p : p),
+                           static_cast<char *>(recv) + size_t(p) * bytes, bytes))
       return 2;
   return 0;
 }
@@ -132,6 +133,12 @@ void check_bad_arguments(FileGroup &g) {
                 "out-of-band allgather (bagua_oob.allgather) failed (7)", "failing callback");
   check(comm == MPI_COMM_NULL, "a failed creation leaves MPI_COMM_NULL");
   g.fail = false;
+  // Every rank sees the same misplaced ranks (none with 1 rank).
+  g.reverse = g.size > 1;
+  if (g.reverse)
+    check_refused(bagua_comm_create_oob(&oob, &comm), BAGUA_ERR_INVALID_ARGUMENT,
+                  "gather in rank order", "callback out of rank order");
+  g.reverse = false;
   check_refused(bagua_comm_free(&comm), BAGUA_SUCCESS, "", "freeing MPI_COMM_NULL");
   MPI_Comm self = MPI_COMM_SELF;
   check_refused(bagua_comm_free(&self), BAGUA_ERR_INVALID_ARGUMENT, "not made by",
