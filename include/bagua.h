@@ -180,12 +180,13 @@ typedef struct bagua_oob {
  *
  * @param oob  the group; read only during this call.
  * @param comm output: the handle (MPI_COMM_NULL on failure); free it with
- *             bagua_comm_free, before bagua_finalize.
+ *             bagua_comm_free (after bagua_finalize too).
  * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL oob or comm,
  *         struct_size not one this library knows, size < 1, rank outside
  *         [0, size), NULL allgather, ranks that share an oob->rank or a
- *         callback that gathers out of rank order), BAGUA_ERR_TRANSPORT (the callback returned nonzero, UCX
- *         failed), BAGUA_ERR_MISMATCH (BAGUA_* settings differ across ranks),
+ *         callback that gathers out of rank order), BAGUA_ERR_TRANSPORT
+ *         (the callback returned nonzero, UCX failed), BAGUA_ERR_MISMATCH
+ *         (BAGUA_* settings differ across ranks),
  *         BAGUA_ERR_NOT_AVAILABLE (bagua built without UCX),
  *         BAGUA_ERR_NOT_INITIALIZED.
  */
