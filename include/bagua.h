@@ -137,6 +137,71 @@ BAGUA_API const char *bagua_version_string(void);
 BAGUA_API int bagua_finalize(void);
 
 /* ----------------------------------------------------------------------------
+ * Communicators without an MPI launcher (doc/transports.md, "Without an MPI
+ * launcher"). Processes started by another launcher (torchrun), each a
+ * one-rank MPI world of its own (MPI_Init without mpirun), form a bagua
+ * communicator from an out-of-band allgather the caller provides.
+ * ------------------------------------------------------------------------- */
+
+/** The group and its out-of-band allgather; fill with BAGUA_OOB_INITIALIZER,
+ *  then set every field. Fields are only ever appended; struct_size tells the
+ *  library which ones the caller knows. */
+typedef struct bagua_oob {
+  /** sizeof(bagua_oob) as the caller was compiled. */
+  size_t struct_size;
+  /** This process's rank in the group, 0 <= rank < size; the group's size. */
+  int rank, size;
+  /** Collective over the group: gathers every rank's `bytes` bytes from
+   *  `send` into `recv` (size * bytes, rank order). Returns 0 on success,
+   *  nonzero on failure. Called only during bagua_comm_create_oob, with the
+   *  same `bytes` on every rank. */
+  int (*allgather)(const void *send, void *recv, size_t bytes, void *ctx);
+  /** Passed to allgather. */
+  void *ctx;
+} bagua_oob;
+
+/** Static initializer: rank -1 and no callback, to be set by the caller. */
+#define BAGUA_OOB_INITIALIZER \
+  { sizeof(bagua_oob), -1, 0, NULL, NULL }
+
+/**
+ * Forms a communicator of the oob group (collective over it): bagua agrees
+ * on its BAGUA_* settings and exchanges UCX worker addresses through
+ * oob->allgather, and returns a new MPI handle (a duplicate of
+ * MPI_COMM_SELF) carrying that state. bagua calls on *comm run over the
+ * group, always over the ucx transport: the allreduces (exact and
+ * compressed), the nonblocking allreduces, decentralized and low-precision
+ * averaging, asynchronous averaging, bucketed communicators, partial reduce.
+ * Hierarchical mode (BAGUA_HIERARCHICAL), whose nodes come from MPI, returns
+ * BAGUA_ERR_INVALID_ARGUMENT saying so. MPI's own calls on *comm see
+ * one rank (MPI_Comm_size gives 1), as do communicators MPI makes from it.
+ * MPI must be initialised (MPI_THREAD_MULTIPLE for the nonblocking calls
+ * and partial reduce); settings must be identical on every rank.
+ *
+ * @param oob  the group; read only during this call.
+ * @param comm output: the handle (MPI_COMM_NULL on failure); free it with
+ *             bagua_comm_free (after bagua_finalize too).
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL oob or comm,
+ *         struct_size not one this library knows, size < 1, rank outside
+ *         [0, size), NULL allgather, ranks that share an oob->rank or a
+ *         callback that gathers out of rank order), BAGUA_ERR_TRANSPORT
+ *         (the callback returned nonzero, UCX failed), BAGUA_ERR_MISMATCH
+ *         (BAGUA_* settings differ across ranks),
+ *         BAGUA_ERR_NOT_AVAILABLE (bagua built without UCX),
+ *         BAGUA_ERR_NOT_INITIALIZED.
+ */
+BAGUA_API int bagua_comm_create_oob(const bagua_oob *oob, MPI_Comm *comm);
+
+/**
+ * Frees a communicator made by bagua_comm_create_oob and its state (local;
+ * no bagua call may be in flight on it), and sets *comm to MPI_COMM_NULL.
+ * NULL or a pointer to MPI_COMM_NULL is a no-op.
+ * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (a communicator that
+ *         bagua_comm_create_oob did not make), BAGUA_ERR_NOT_INITIALIZED.
+ */
+BAGUA_API int bagua_comm_free(MPI_Comm *comm);
+
+/* ----------------------------------------------------------------------------
  * Datatypes and operations the library provides (MPI has no standard ones).
  * They are real MPI handles: valid between MPI_Init and MPI_Finalize, usable
  * with MPI calls too, freed by the library at MPI_Finalize.

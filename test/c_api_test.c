@@ -1,6 +1,7 @@
 /* The public header compiles as C and the library links from a C program;
  * runs a small allreduce and a broadcast with closed-form expected values,
- * and looks an algorithm up by name. */
+ * looks an algorithm up by name, and refuses an out-of-band group without its
+ * allgather. */
 #include <stdio.h>
 
 #include "bagua.h"
@@ -23,6 +24,13 @@ int main(int argc, char **argv) {
   bagua_algorithm algorithm = BAGUA_ALGORITHM_EXACT;
   wrong += bagua_algorithm_from_name("q8", &algorithm) != BAGUA_SUCCESS ||
            algorithm != BAGUA_ALGORITHM_Q8;
+  /* The initializer compiles as C; without a callback the call is refused. */
+  bagua_oob oob = BAGUA_OOB_INITIALIZER;
+  oob.rank = 0;
+  oob.size = 1;
+  MPI_Comm oob_comm = MPI_COMM_WORLD;
+  wrong += bagua_comm_create_oob(&oob, &oob_comm) != BAGUA_ERR_INVALID_ARGUMENT ||
+           oob_comm != MPI_COMM_NULL;
   wrong += bagua_finalize() != BAGUA_SUCCESS;
   MPI_Finalize();
   wrong += bagua_finalize() != BAGUA_ERR_NOT_INITIALIZED; /* after MPI_Finalize */

@@ -98,9 +98,17 @@ Status allreduce_bytes(bagua_algorithm algorithm, MPI_Count count, MPI_Datatype 
   Options options;
   BAGUA_TRY(sizing_call(algorithm, count, datatype, bytes, &call, &options));
   if (comm == MPI_COMM_NULL) return fail(BAGUA_ERR_INVALID_ARGUMENT, "comm is MPI_COMM_NULL");
+  // The ranks of comm's state where it has one (bagua_comm_create_oob's
+  // handles always do), else of comm.
   int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
+  const Communicator *c = Communicator::find(comm);
+  if (c != nullptr) {
+    rank = c->rank();
+    size = c->size();
+  } else {
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+  }
   size_t sent = 0;
   BAGUA_TRY(flat_bytes_sent(call, rank, size, options, &sent));
   *bytes = static_cast<MPI_Count>(sent);

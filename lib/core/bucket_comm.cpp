@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include "../mc/cuda_stream.hpp"
-#include "../transport/mpi_bounded.hpp"
 #include "run.hpp"
 #include "support.hpp"
 
@@ -189,9 +189,9 @@ Status BucketComm::check_layout_agrees() {
     mix(static_cast<uint64_t>(b.dtype));
   }
   bool same = false;
-  BAGUA_TRY(
-      bounded_agree(comm_->dup_comm(), static_cast<int64_t>(hash >> 2), comm_->options().timeout_ms,
-                    "bagua_bucket_comm_finalize_registration: comparing bucket layouts", &same));
+  BAGUA_TRY(comm_->agree_equal(static_cast<int64_t>(hash >> 2),
+                               "bagua_bucket_comm_finalize_registration: comparing bucket layouts",
+                               &same));
   if (!same)
     return fail(BAGUA_ERR_MISMATCH,
                 "bagua_bucket_comm_finalize_registration: ranks registered different tensors "
@@ -286,7 +286,7 @@ Status BucketComm::rebucket(size_t cap) {
 }
 
 // A step ended (wait_all): the tuner gets its time; the decision agrees the
-// ranks' mean times with an allreduce under MAX.
+// ranks' mean times (in whole nanoseconds) under MAX.
 Status BucketComm::end_step() {
   if (tuner_ == nullptr || !tuner_->tuning()) return BAGUA_SUCCESS;
   const auto now = TimelineClock::now();
@@ -294,9 +294,10 @@ Status BucketComm::end_step() {
   step_end_ = now;
   Status agreed = BAGUA_SUCCESS;
   const auto agree = [&](std::vector<double> &means) {
-    if (MPI_Allreduce(MPI_IN_PLACE, means.data(), static_cast<int>(means.size()), MPI_DOUBLE,
-                      MPI_MAX, comm_->dup_comm()) != MPI_SUCCESS)
-      agreed = fail(BAGUA_ERR_TRANSPORT, "bucket size tuning: MPI_Allreduce failed");
+    std::vector<int64_t> mine(means.size()), all(means.size());
+    for (size_t i = 0; i < means.size(); ++i) mine[i] = std::llround(means[i] * 1e9);
+    agreed = comm_->agree_max(mine, all, "bucket size tuning: agreeing on step times");
+    for (size_t i = 0; i < means.size(); ++i) means[i] = double(all[i]) * 1e-9;
   };
   const bool changed = tuner_->on_step(seconds, agree);
   BAGUA_TRY(comm_->record(agreed));

@@ -1,6 +1,8 @@
 // Per-communicator state: a duplicate of the user's communicator (so our
-// messages never match the user's), the transport over it, call sequence
-// numbers for tags, scratch memory and options. Created on first use, cached
+// messages never match the user's), the transport over it (or, for a
+// communicator formed without MPI by bagua_comm_create_oob, no duplicate and
+// a transport connected out of band), call sequence numbers for tags,
+// scratch memory and options. Created on first use, cached
 // on the user's communicator as an MPI attribute; features that run on
 // background threads (buckets, asynchronous averaging, nonblocking calls)
 // create private states of their own.
@@ -11,9 +13,11 @@
 #include <array>
 #include <atomic>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "../algo/context.hpp"
+#include "exchange.hpp"
 #include "failure.hpp"
 #include "options.hpp"
 #include "tags.hpp"
@@ -37,11 +41,22 @@ class Communicator {
  public:
   // The state of `user_comm`, created (collectively) on first use.
   static Status get(MPI_Comm user_comm, Communicator **out);
+  // The state cached on `user_comm`, or nullptr; creates nothing.
+  static Communicator *find(MPI_Comm user_comm);
+
+  // bagua_comm_create_oob: a state of the group that `exchange` spans, over
+  // the ucx transport whatever BAGUA_TRANSPORT says, cached on *handle, a
+  // duplicate of MPI_COMM_SELF made for it. Collective over the group.
+  static Status create_oob(Exchange &exchange, MPI_Comm *handle);
+  // bagua_comm_free: frees a handle create_oob made (its state with it).
+  static Status free_oob(MPI_Comm *handle);
 
   // A state of `user_comm` (a valid intra-communicator) owned by the caller
   // and not cached on it; created collectively. Its transport may be used
   // from several threads at once, so with the mpi transport MPI must provide
   // MPI_THREAD_MULTIPLE (`feature` names the caller in the error message).
+  // On a communicator formed without MPI, its worker addresses are exchanged
+  // over the transport of user_comm's state, in that state's next call slot.
   static Status create_private(MPI_Comm user_comm, const char *feature,
                                std::unique_ptr<Communicator> *out);
 
@@ -53,8 +68,27 @@ class Communicator {
   Transport &transport() { return *transport_; }
   int rank() const { return transport_->rank(); }
   int size() const { return transport_->size(); }
+  // MPI_COMM_NULL on a communicator formed without MPI.
   MPI_Comm dup_comm() const { return dup_; }
+  // Whether the ranks are an MPI communicator's (false: formed without MPI).
+  bool has_mpi_group() const { return dup_ != MPI_COMM_NULL; }
+  // Fails, naming `feature`, on a communicator formed without MPI: for the
+  // features that need MPI collectives over the ranks.
+  Status require_mpi_group(const char *feature) const;
   const TagLayout &tags() const { return tags_; }
+
+  // Collective, on a communicator formed without MPI: a new ucx transport
+  // among its ranks (shared by threads), connected over this communicator's
+  // transport in the next call slot.
+  Status connect_transport(std::unique_ptr<Transport> *out);
+
+  // Collective agreements outside the algorithms (bucket layouts and sizes),
+  // bounded by BAGUA_TIMEOUT_MS: out[i] = max over ranks of in[i]; *same:
+  // whether every rank holds `value`. Over MPI on the duplicate, or on a
+  // communicator formed without MPI over the transport in the next call slot
+  // (no call of this communicator may then be in flight on this rank).
+  Status agree_max(std::span<const int64_t> in, std::span<int64_t> out, const char *what);
+  Status agree_equal(int64_t value, const char *what, bool *same);
 
   // Fails when an earlier call broke this communicator.
   Status check_usable() const { return failure_.check(); }
@@ -117,6 +151,17 @@ class Communicator {
   // Duplicates user_comm and creates the transport over the duplicate.
   static Status create(MPI_Comm user_comm, const Options &options, bool shared_by_threads,
                        std::unique_ptr<Communicator> *out);
+  // A state without an MPI duplicate, over a ucx transport connected through
+  // `exchange`.
+  static Status create_without_mpi(Exchange &exchange, const Options &options,
+                                   bool shared_by_threads, std::unique_ptr<Communicator> *out);
+  // A private state of this communicator formed without MPI (create_private).
+  Status create_private_over_transport(std::unique_ptr<Communicator> *out);
+  // The setup collective over this communicator's transport, in the next
+  // call slot.
+  TransportExchange exchange_in_next_slot();
+  // Caches `c` on `user_comm` (registry and attribute).
+  static Communicator *attach(MPI_Comm user_comm, std::unique_ptr<Communicator> c);
 
   MPI_Comm dup_;
   Options options_;

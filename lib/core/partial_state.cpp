@@ -23,6 +23,21 @@ PartialPolicy policy_of(const PartialOptions &o) {
           double(o.deadline_max_ms), o.tau};
 }
 
+// The controller thread and this rank's calls share the control transport:
+// over a duplicate of comm's, or connected over comm's transport on a
+// communicator formed without MPI (control_comm MPI_COMM_NULL).
+Status create_control(Communicator &comm, MPI_Comm *control_comm,
+                      std::unique_ptr<Transport> *control) {
+  *control_comm = MPI_COMM_NULL;
+  if (!comm.has_mpi_group()) return comm.connect_transport(control);
+  BAGUA_TRY(bounded_dup(comm.dup_comm(), comm.options().timeout_ms, control_comm));
+  const Status s =
+      create_transport(comm.options(), *control_comm, /*shared_by_threads=*/true, control);
+  // A timed-out setup collective is still posted on control_comm (comm.cpp).
+  if (s != BAGUA_SUCCESS && s != BAGUA_ERR_TIMEOUT) free_dup(control_comm);
+  return s;
+}
+
 }  // namespace
 
 Status PartialState::get(Communicator &comm, PartialState **out) {
@@ -34,16 +49,8 @@ Status PartialState::create(Communicator &comm, std::unique_ptr<PartialState> *o
   BAGUA_TRY(require_thread_multiple("partial reduce (its controller thread)"));
   BAGUA_TRY(check_options(o, comm.size()));
   MPI_Comm control_comm;
-  BAGUA_TRY(bounded_dup(comm.dup_comm(), comm.options().timeout_ms, &control_comm));
-  // The controller thread and this rank's calls share the control transport.
   std::unique_ptr<Transport> control;
-  const Status s =
-      create_transport(comm.options(), control_comm, /*shared_by_threads=*/true, &control);
-  if (s != BAGUA_SUCCESS) {
-    // A timed-out setup collective is still posted on control_comm (comm.cpp).
-    if (s != BAGUA_ERR_TIMEOUT) free_dup(&control_comm);
-    return s;
-  }
+  BAGUA_TRY(create_control(comm, &control_comm, &control));
   std::unique_ptr<PartialState> state(new PartialState(
       control_comm, std::move(control), o.controller_rank, comm.options().timeout_ms));
   if (comm.rank() == o.controller_rank)
@@ -68,7 +75,7 @@ PartialState::~PartialState() {
   control_.reset();
   // As for the communicator's duplicate (comm.cpp): late bytes must not reach
   // a communicator that reuses this one's context.
-  if (!late_bytes_possible) free_dup(&control_comm_);
+  if (!late_bytes_possible && control_comm_ != MPI_COMM_NULL) free_dup(&control_comm_);
 }
 
 Status PartialState::send_to_controller(partial_wire::Kind kind, int group_size,

@@ -1,8 +1,8 @@
 // Per-communicator state of partial reduce: the controller's own duplicated
-// communicator and MPI transport (used from two threads on the controller
-// rank, hence MPI_THREAD_MULTIPLE), the controller thread on its rank, and
-// this rank's iteration count. An extension of the Communicator, so it goes
-// away with it.
+// communicator and MPI transport (on a communicator formed without MPI, no
+// duplicate and a ucx transport connected over the communicator's; used from
+// two threads on the controller rank, hence MPI_THREAD_MULTIPLE), the controller thread on its
+// rank, and this rank's iteration count. An extension of the Communicator, so it goes away with it.
 #pragma once
 
 #include <mpi.h>

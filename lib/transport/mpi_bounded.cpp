@@ -80,15 +80,6 @@ void free_dup(MPI_Comm *dup) {
   live_add(Live::duplicate, -1);
 }
 
-Status bounded_agree(MPI_Comm comm, int64_t value, int64_t timeout_ms, const char *what,
-                     bool *same) {
-  const int64_t mine[2] = {value, -value};
-  int64_t all[2];
-  BAGUA_TRY(bounded_allreduce_max(comm, mine, all, timeout_ms, what));
-  *same = all[0] == value && -all[1] == value;
-  return BAGUA_SUCCESS;
-}
-
 Status bounded_allgather_bytes(MPI_Comm comm, std::span<const char> mine, int64_t timeout_ms,
                                const char *what, std::vector<char> *all,
                                std::vector<int> *offsets) {
@@ -116,6 +107,34 @@ Status bounded_allgather_bytes(MPI_Comm comm, std::span<const char> mine, int64_
   all->assign(p->bytes.begin() + static_cast<std::ptrdiff_t>(mine.size()), p->bytes.end());
   *offsets = p->offsets;
   return BAGUA_SUCCESS;
+}
+
+namespace {
+
+int rank_of(MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  return rank;
+}
+
+int size_of(MPI_Comm comm) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  return size;
+}
+
+}  // namespace
+
+MpiExchange::MpiExchange(MPI_Comm comm, int64_t timeout_ms)
+    : Exchange(rank_of(comm), size_of(comm)), comm_(comm), timeout_ms_(timeout_ms) {}
+
+Status MpiExchange::allgather(std::span<const char> mine, const char *what, std::vector<char> *all,
+                              std::vector<int> *offsets) {
+  return bounded_allgather_bytes(comm_, mine, timeout_ms_, what, all, offsets);
+}
+
+Status MpiExchange::max(std::span<const int64_t> in, std::span<int64_t> out, const char *what) {
+  return bounded_allreduce_max(comm_, in, out, timeout_ms_, what);
 }
 
 void bounded_release_completed() {

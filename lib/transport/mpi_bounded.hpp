@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../base/status.hpp"
+#include "exchange.hpp"
 
 namespace bagua {
 
@@ -26,15 +27,23 @@ Status bounded_dup(MPI_Comm comm, int64_t timeout_ms, MPI_Comm *out);
 // Frees a duplicate bounded_dup made (Live::duplicate counts those not freed).
 void free_dup(MPI_Comm *dup);
 
-// Collective: every rank learns whether all ranks hold the same `value`
-// (max of [v, -v] equals [v, -v] everywhere).
-Status bounded_agree(MPI_Comm comm, int64_t value, int64_t timeout_ms, const char *what,
-                     bool *same);
-
 // Collective: every rank's `mine` bytes, concatenated in rank order into
 // *all; rank p's start at (*offsets)[p].
 Status bounded_allgather_bytes(MPI_Comm comm, std::span<const char> mine, int64_t timeout_ms,
                                const char *what, std::vector<char> *all, std::vector<int> *offsets);
+
+// The setup collective over `comm`, each step bounded by `timeout_ms`.
+class MpiExchange final : public Exchange {
+ public:
+  MpiExchange(MPI_Comm comm, int64_t timeout_ms);
+  Status allgather(std::span<const char> mine, const char *what, std::vector<char> *all,
+                   std::vector<int> *offsets) override;
+  Status max(std::span<const int64_t> in, std::span<int64_t> out, const char *what) override;
+
+ private:
+  MPI_Comm comm_;
+  int64_t timeout_ms_;
+};
 
 // Frees what timed-out setup collectives left posted, where MPI has completed
 // them since; the rest stays allocated. Called inside MPI_Finalize.

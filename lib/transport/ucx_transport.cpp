@@ -9,8 +9,6 @@
 #include <thread>
 #include <vector>
 
-#include "mpi_bounded.hpp"
-
 namespace bagua {
 namespace {
 
@@ -67,11 +65,10 @@ Status outcome(const Request &req, ucs_status_t status, size_t received) {
 
 // Creation is collective: every rank learns whether all ranks got this far,
 // so a local failure never leaves the others blocked in the next exchange.
-Status agree(MPI_Comm comm, int64_t timeout_ms, Status local) {
+Status agree(Exchange &exchange, Status local) {
   const int64_t failed = local != BAGUA_SUCCESS;
   int64_t any_failed = 0;
-  BAGUA_TRY(
-      bounded_allreduce_max(comm, {&failed, 1}, {&any_failed, 1}, timeout_ms, "setting up UCX"));
+  BAGUA_TRY(exchange.max({&failed, 1}, {&any_failed, 1}, "setting up UCX"));
   if (local != BAGUA_SUCCESS) return local;
   if (any_failed) return fail(BAGUA_ERR_TRANSPORT, "UCX setup failed on another rank");
   return BAGUA_SUCCESS;
@@ -92,13 +89,13 @@ class UcxTransport final : public Transport {
 
   const char *name() const override { return "ucx"; }
 
-  // Collective over `comm`: all ranks succeed or all fail.
-  Status init(MPI_Comm comm, int64_t timeout_ms) {
-    BAGUA_TRY(agree(comm, timeout_ms, open_worker()));
+  // Collective over `exchange`: all ranks succeed or all fail.
+  Status init(Exchange &exchange) {
+    BAGUA_TRY(agree(exchange, open_worker()));
     std::vector<char> addresses;
     std::vector<int> offsets;
-    BAGUA_TRY(exchange_addresses(comm, timeout_ms, &addresses, &offsets));
-    return agree(comm, timeout_ms, connect(addresses, offsets));
+    BAGUA_TRY(exchange_addresses(exchange, &addresses, &offsets));
+    return agree(exchange, connect(addresses, offsets));
   }
 
   Status isend(const void *buf, size_t bytes, int peer, Tag tag, Request *req) override {
@@ -193,16 +190,14 @@ class UcxTransport final : public Transport {
   }
 
   // Gathers every rank's worker address; rank p's lies at (*offsets)[p].
-  Status exchange_addresses(MPI_Comm comm, int64_t timeout_ms, std::vector<char> *all,
-                            std::vector<int> *offsets) {
+  Status exchange_addresses(Exchange &exchange, std::vector<char> *all, std::vector<int> *offsets) {
     ucp_address_t *address = nullptr;
     size_t length = 0;
     const ucs_status_t status = ucp_worker_get_address(worker_, &address, &length);
-    BAGUA_TRY(agree(comm, timeout_ms,
+    BAGUA_TRY(agree(exchange,
                     status == UCS_OK ? BAGUA_SUCCESS : ucx_error(status, "worker_get_address")));
-    const Status s =
-        bounded_allgather_bytes(comm, {reinterpret_cast<const char *>(address), length}, timeout_ms,
-                                "exchanging UCX worker addresses", all, offsets);
+    const Status s = exchange.allgather({reinterpret_cast<const char *>(address), length},
+                                        "exchanging UCX worker addresses", all, offsets);
     ucp_worker_release_address(worker_, address);
     return s;
   }
@@ -257,12 +252,9 @@ class UcxTransport final : public Transport {
 
 }  // namespace
 
-Status ucx_transport_create(MPI_Comm comm, int64_t timeout_ms, std::unique_ptr<Transport> *out) {
-  int rank = 0, size = 0;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  auto transport = std::make_unique<UcxTransport>(rank, size);
-  BAGUA_TRY(transport->init(comm, timeout_ms));
+Status ucx_transport_create(Exchange &exchange, std::unique_ptr<Transport> *out) {
+  auto transport = std::make_unique<UcxTransport>(exchange.rank(), exchange.size());
+  BAGUA_TRY(transport->init(exchange));
   *out = std::move(transport);
   return BAGUA_SUCCESS;
 }

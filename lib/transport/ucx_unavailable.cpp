@@ -3,7 +3,7 @@
 
 namespace bagua {
 
-Status ucx_transport_create(MPI_Comm, int64_t, std::unique_ptr<Transport> *) {
+Status ucx_transport_create(Exchange &, std::unique_ptr<Transport> *) {
   return fail(BAGUA_ERR_NOT_AVAILABLE, "BAGUA_TRANSPORT=ucx but bagua was built without UCX");
 }
 

@@ -16,8 +16,15 @@ class ProcessGroupOptions:
 
 
 def _create(backend_options, pg_options):
-    """c10d's creator (extended API): a communicator with the group's ranks, in their order."""
-    runtime.ensure_mpi()
+    """c10d's creator (extended API): a communicator with the group's ranks, in their order, and
+    a second one for send and recv: MPI's, or under torchrun formed through the group's store."""
+    algorithm = (getattr(pg_options, "algorithm", None)
+                 or os.environ.get("BAGUA_TORCH_ALGORITHM") or "exact")
+    if runtime.launched_without_mpi():  # torchrun: formed through the group's own store
+        store, rank, size = (backend_options.store, backend_options.group_rank,
+                             backend_options.group_size)
+        return _C.Backend(runtime.store_comm(store, rank, size, "backend"),
+                          runtime.store_comm(store, rank, size, "messages"), algorithm)
     world = _C.Comm.world()
     ranks = list(backend_options.global_ranks_in_group)
     if dist.is_initialized() and dist.get_rank() != world.rank:
@@ -28,8 +35,6 @@ def _create(backend_options, pg_options):
         raise ValueError(f"torch.distributed rank {backend_options.group_rank} of "
                          f"{backend_options.group_size} is MPI rank {comm.rank} of {comm.size}: "
                          "initialise with bagua_torch.init() so that they agree")
-    algorithm = (getattr(pg_options, "algorithm", None)
-                 or os.environ.get("BAGUA_TORCH_ALGORITHM") or "exact")
     messages = world.create_group(ranks) if ranks else world.dup()  # send and recv
     return _C.Backend(comm, messages, algorithm)
 

@@ -149,8 +149,7 @@ def register(ddp, algorithm="exact", comm=None, momentum=0.9):
 
 
 def _group_comm(ranks):
-    """None (MPI_COMM_WORLD) for all ranks in order, else a communicator of `ranks` (collective
-    over them)."""
+    """None (every rank) for all ranks in order, else a communicator of `ranks` (collective over
+    them)."""
     runtime.ensure_mpi()
-    world = _C.Comm.world()
-    return None if ranks == list(range(world.size)) else world.create_group(ranks)
+    return None if ranks == list(range(dist.get_world_size())) else runtime.group_comm(ranks)

@@ -1,6 +1,14 @@
-"""MPI and torch.distributed set-up, communicators, and the clean-up at exit."""
+"""MPI and torch.distributed set-up, communicators, and the clean-up at exit.
+
+Two launches: under mpirun or srun every rank is an MPI process and bagua's communicators are
+MPI's (duplicates and subgroups of MPI_COMM_WORLD); under torchrun (or any launcher that sets
+torch's RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT) each process is a one-rank MPI world of
+its own and bagua forms its communicators through torch.distributed's store
+(bagua_comm_create_oob)."""
 import atexit
+import collections
 import datetime
+import itertools
 import os
 import socket
 import sys
@@ -13,6 +21,9 @@ from . import _C
 
 _owns = {"mpi": False, "process_group": False, "exit_handler": False}
 _default_comm = []  # the communicator of plain calls with comm=None, made on first use
+# Store-formed communicators made so far per tuple of ranks: members make them in the same order,
+# so the count names each one's keys alike on every member.
+_store_comms = collections.defaultdict(itertools.count)
 # Weak references to the objects whose close() must run before MPI_Finalize, in creation
 # order: creation is collective, so every rank closes them in the same order.
 _closables = []
@@ -24,6 +35,12 @@ def init(backend=None, timeout=datetime.timedelta(minutes=30)):
     rank 0 whose address is broadcast over MPI, `backend` (default BAGUA_TORCH_BACKEND, gloo).
     Finalises at exit only what it initialised. Returns (rank, size)."""
     ensure_mpi()
+    if launched_without_mpi():
+        if not dist.is_initialized():
+            dist.init_process_group(backend or os.environ.get("BAGUA_TORCH_BACKEND") or "gloo",
+                                    init_method="env://", timeout=timeout)
+            _owns["process_group"] = True
+        return dist.get_rank(), dist.get_world_size()
     world = _C.Comm.world()
     if not dist.is_initialized():
         backend = backend or os.environ.get("BAGUA_TORCH_BACKEND") or "gloo"
@@ -36,6 +53,34 @@ def init(backend=None, timeout=datetime.timedelta(minutes=30)):
                          f"is MPI rank {world.rank} of {world.size}: bagua needs them equal")
     sys.excepthook = _abort_on_exception
     return world.rank, world.size
+
+
+def launched_without_mpi():
+    """True when torch's environment names a group of several processes and MPI's world is this
+    process alone (torchrun): bagua then forms its communicators through torch's store."""
+    ensure_mpi()
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1 and _C.Comm.world().size == 1
+
+
+def store_comm(store, rank, size, name):
+    """A communicator of `size` ranks formed through `store` (collective over them; every rank
+    passes the same name, whose count of uses so far tells this one's keys apart)."""
+    return _C.Comm.from_store(store, rank, size, f"bagua/{name}/{next(_store_comms[name])}")
+
+
+def group_comm(ranks=None):
+    """A new communicator of `ranks` (torch's global ranks, in that order; None: every rank),
+    collective over them: MPI's, or under torchrun one formed through torch's store."""
+    ensure_mpi()
+    if launched_without_mpi():
+        if not dist.is_initialized():
+            raise ValueError("under torchrun, bagua needs torch.distributed initialised first "
+                             "(bagua_torch.init() or init_process_group)")
+        ranks = list(range(dist.get_world_size())) if ranks is None else list(ranks)
+        return store_comm(dist.distributed_c10d._get_default_store(),
+                          ranks.index(dist.get_rank()), len(ranks), "-".join(map(str, ranks)))
+    world = _C.Comm.world()
+    return world.dup() if ranks is None else world.create_group(list(ranks))
 
 
 def ensure_mpi():
@@ -99,7 +144,7 @@ def as_comm(comm=None):
     ensure_mpi()
     if comm is None:
         if not _default_comm:
-            _default_comm.append(_C.Comm.world().dup())
+            _default_comm.append(group_comm())
         return _default_comm[0]
     if isinstance(comm, _C.Comm):
         return comm
@@ -112,9 +157,11 @@ def as_comm(comm=None):
 
 
 def private_comm(comm=None):
-    """A duplicate of `comm` (default MPI_COMM_WORLD) for one object's own traffic (collective)."""
+    """A duplicate of `comm` (default: every rank) for one object's own traffic (collective)."""
     ensure_mpi()
-    return (_C.Comm.world() if comm is None else as_comm(comm)).dup()
+    if comm is None:
+        return group_comm()
+    return as_comm(comm).dup()
 
 
 def close_at_exit(closable):

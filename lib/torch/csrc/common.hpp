@@ -3,6 +3,7 @@
 #pragma once
 
 #include <bagua.h>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/extension.h>
 
 #include <memory>
@@ -33,10 +34,16 @@ void check_status(int rc, const char *call);
 void check_mpi(int rc, const char *call);
 
 // An MPI communicator, freed (if this object owns it) when the last user lets
-// go, unless MPI is already finalised.
+// go, unless MPI is already finalised; or one bagua formed without an MPI
+// launcher (bagua_comm_create_oob, from_store), whose rank and size are the
+// group's and which MPI itself sees as one rank.
 class Comm {
  public:
   Comm(MPI_Comm comm, bool owned) : comm_(comm), owned_(owned) {}
+  // A communicator of `size` ranks formed through a c10d Store (collective
+  // over them; every rank passes the same prefix, unused before).
+  static std::shared_ptr<Comm> from_store(const c10::intrusive_ptr<c10d::Store> &store, int rank,
+                                          int size, const std::string &prefix);
   ~Comm() { free(); }
   Comm(const Comm &) = delete;
   Comm &operator=(const Comm &) = delete;
@@ -49,10 +56,12 @@ class Comm {
   // (collective over them only); a rank not listed must not call it.
   std::shared_ptr<Comm> create_group(const std::vector<int> &ranks) const;
   void free();
+  bool formed_by_bagua() const { return oob_size_ > 0; }
 
  private:
   MPI_Comm comm_;
   bool owned_;
+  int oob_rank_ = 0, oob_size_ = 0;  // set for a communicator from_store made
 };
 
 // Why `t` cannot be handed to MPI ("" if it can): undefined, not strided,

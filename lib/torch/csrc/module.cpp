@@ -42,24 +42,77 @@ MPI_Comm Comm::get() const {
 }
 
 int Comm::rank() const {
-  int rank = 0;
-  check_mpi(MPI_Comm_rank(get(), &rank), "MPI_Comm_rank");
+  int rank = oob_rank_;
+  if (!formed_by_bagua()) check_mpi(MPI_Comm_rank(get(), &rank), "MPI_Comm_rank");
   return rank;
 }
 
 int Comm::size() const {
-  int size = 0;
-  check_mpi(MPI_Comm_size(get(), &size), "MPI_Comm_size");
+  int size = oob_size_;
+  if (!formed_by_bagua()) check_mpi(MPI_Comm_size(get(), &size), "MPI_Comm_size");
   return size;
 }
 
+namespace {
+
+// bagua_oob's allgather over a c10d Store: each call's round of keys
+// <prefix>/<round>/<rank>, set by every rank and read by all.
+struct StoreExchange {
+  c10::intrusive_ptr<c10d::Store> store;
+  std::string prefix;
+  int rank, size, round = 0;
+};
+
+int store_allgather(const void *send, void *recv, size_t bytes, void *ctx) {
+  auto *exchange = static_cast<StoreExchange *>(ctx);
+  const std::string base = exchange->prefix + "/" + std::to_string(exchange->round++) + "/";
+  try {
+    const auto *mine = static_cast<const uint8_t *>(send);
+    exchange->store->set(base + std::to_string(exchange->rank),
+                         std::vector<uint8_t>(mine, mine + bytes));
+    // Every rank's bytes, in rank order (get waits for a key up to the store's timeout).
+    for (int r = 0; r < exchange->size; ++r) {
+      const std::vector<uint8_t> theirs = exchange->store->get(base + std::to_string(r));
+      if (theirs.size() != bytes) return 1;
+      std::copy(theirs.begin(), theirs.end(), static_cast<uint8_t *>(recv) + r * bytes);
+    }
+  } catch (const std::exception &) {
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::shared_ptr<Comm> Comm::from_store(const c10::intrusive_ptr<c10d::Store> &store, int rank,
+                                       int size, const std::string &prefix) {
+  StoreExchange exchange{store, prefix, rank, size};
+  bagua_oob oob = BAGUA_OOB_INITIALIZER;
+  oob.rank = rank;
+  oob.size = size;
+  oob.allgather = store_allgather;
+  oob.ctx = &exchange;
+  MPI_Comm comm = MPI_COMM_NULL;
+  check_status(bagua_comm_create_oob(&oob, &comm), "bagua_comm_create_oob");
+  auto made = std::make_shared<Comm>(comm, true);
+  made->oob_rank_ = rank;
+  made->oob_size_ = size;
+  return made;
+}
+
 std::shared_ptr<Comm> Comm::dup() const {
+  if (formed_by_bagua())
+    throw py::value_error("a communicator formed without MPI has no MPI duplicate: make another "
+                          "one (bagua_torch.runtime.private_comm)");
   MPI_Comm copy = MPI_COMM_NULL;
   check_mpi(MPI_Comm_dup(get(), &copy), "MPI_Comm_dup");
   return std::make_shared<Comm>(copy, true);
 }
 
 std::shared_ptr<Comm> Comm::create_group(const std::vector<int> &ranks) const {
+  if (formed_by_bagua())
+    throw py::value_error("a communicator formed without MPI has no MPI subgroups: make one "
+                          "(bagua_torch.runtime.group_comm)");
   MPI_Group all = MPI_GROUP_NULL, some = MPI_GROUP_NULL;
   check_mpi(MPI_Comm_group(get(), &all), "MPI_Comm_group");
   const int rc = MPI_Group_incl(all, static_cast<int>(ranks.size()), ranks.data(), &some);
@@ -76,7 +129,12 @@ std::shared_ptr<Comm> Comm::create_group(const std::vector<int> &ranks) const {
 void Comm::free() {
   int finalized = 1;
   MPI_Finalized(&finalized);
-  if (owned_ && comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
+  if (owned_ && comm_ != MPI_COMM_NULL && !finalized) {
+    if (formed_by_bagua())
+      bagua_comm_free(&comm_);
+    else
+      MPI_Comm_free(&comm_);
+  }
   comm_ = MPI_COMM_NULL;
 }
 
@@ -526,6 +584,10 @@ void define_comm(py::module_ &m) {
   py::class_<Comm, std::shared_ptr<Comm>>(m, "Comm",
                                           "An MPI communicator (owned ones are freed with it).")
       .def_static("world", &world, "MPI_COMM_WORLD (not owned).")
+      .def_static("from_store", &Comm::from_store, py::arg("store"), py::arg("rank"),
+                  py::arg("size"), py::arg("prefix"), py::call_guard<py::gil_scoped_release>(),
+                  "A communicator of the ranks that call this with the same c10d Store and "
+                  "prefix, formed without MPI (bagua_comm_create_oob; owned).")
       .def_static("from_fortran", &from_fortran, py::arg("handle"),
                   "A communicator from its Fortran handle (mpi4py: comm.py2f()), not owned.")
       .def("dup", &Comm::dup, py::call_guard<py::gil_scoped_release>(), "MPI_Comm_dup (owned).")
@@ -534,6 +596,7 @@ void define_comm(py::module_ &m) {
            "The listed ranks, in that order (collective over them; owned).")
       .def_property_readonly("rank", &Comm::rank)
       .def_property_readonly("size", &Comm::size)
+      .def_property_readonly("formed_by_bagua", &Comm::formed_by_bagua)
       .def("free", &Comm::free);
 }
 
