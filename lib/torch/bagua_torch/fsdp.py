@@ -5,7 +5,7 @@ from torch.distributed.fsdp import FSDPModule
 from torch.distributed.fsdp._fully_shard._fsdp_api import ReduceScatter
 
 from . import ops, runtime
-from .hooks import ALGORITHMS, _group_comm
+from .hooks import ALGORITHMS
 
 
 class RelaxedReduceScatter(ReduceScatter):
@@ -40,8 +40,7 @@ class RelaxedReduceScatter(ReduceScatter):
     def _comm_of(self, group):
         if group not in self._comms:
             # Collective over the group's ranks only.
-            self._comms[group] = (_group_comm(dist.get_process_group_ranks(group))
-                                  or runtime.private_comm(None))
+            self._comms[group] = runtime.group_comm(dist.get_process_group_ranks(group))
         return self._comms[group]
 
 

@@ -9,9 +9,10 @@ ALGORITHMS = ("exact", "q8", "q4", "fp16", "bf16", "sign")
 
 
 class HookState:
-    """The state of allreduce_hook: the algorithm, a private duplicate of `comm` (default
-    MPI_COMM_WORLD; it must hold the DDP group's ranks in the same order) and a worker thread
-    that runs the buckets' allreduces in DDP's order. Collective to create.
+    """The state of allreduce_hook: the algorithm, a communicator of its own (a duplicate of
+    `comm`, an MPI communicator, or else one of `ranks`, torch's global ranks, None: every rank;
+    it must hold the DDP group's ranks in the same order) and a worker thread that runs the
+    buckets' allreduces in DDP's order. Collective to create.
 
     For "sign", 1-bit SGD with momentum (the scheme of 1-bit Adam): one error-feedback state and
     one momentum buffer m per bucket, with the bucket's elements in the model's parameter order
@@ -22,12 +23,13 @@ class HookState:
     it: the hook is the momentum, so use it with an optimizer without momentum
     (torch.optim.SGD(momentum=0)). momentum=0: the hook sign-averages the gradient itself."""
 
-    def __init__(self, algorithm="exact", comm=None, momentum=0.9):
+    def __init__(self, algorithm="exact", comm=None, momentum=0.9, ranks=None):
         if not 0 <= momentum < 1:
             raise ValueError(f"momentum must be in [0, 1), not {momentum}")
         self.algorithm = algorithm
         self.momentum = float(momentum)
-        self.comm = runtime.private_comm(comm)
+        # A communicator of its own: a duplicate of `comm`, or one of `ranks` (None: every rank).
+        self.comm = runtime.private_comm(comm) if comm is not None else runtime.group_comm(ranks)
         self._runner = _C.HookRunner(self.comm, algorithm)
         self._layouts = {}  # bucket index -> (its parameters' ids, members, permutation)
         self._sign_states = {}  # members -> (SignState, m or None)
@@ -133,23 +135,15 @@ def allreduce_hook(state, bucket):
 def register(ddp, algorithm="exact", comm=None, momentum=0.9):
     """Registers allreduce_hook with a new HookState(algorithm, comm, momentum) on `ddp` (a
     DistributedDataParallel); returns the state. comm=None: the ranks of DDP's process group
-    (torch's ranks are MPI's, as bagua_torch.init() makes them). momentum: the sign hook's (see
+    (under mpirun torch's ranks are MPI's, as bagua_torch.init() makes them). momentum: the sign hook's (see
     HookState; build the optimizer without momentum)."""
     if not isinstance(ddp, torch.nn.parallel.DistributedDataParallel):
         raise TypeError(f"expected a DistributedDataParallel, not {type(ddp).__name__}")
-    if comm is None:
-        comm = _group_comm(dist.get_process_group_ranks(ddp.process_group))
-    state = HookState(algorithm, comm, momentum)
+    ranks = dist.get_process_group_ranks(ddp.process_group) if comm is None else None
+    state = HookState(algorithm, comm, momentum, ranks)
     state.model_parameters = list(ddp.module.parameters())
     if state.comm.size != ddp.process_group.size():
         raise ValueError(f"the communicator has {state.comm.size} ranks, the DDP process group "
                          f"{ddp.process_group.size()}")
     ddp.register_comm_hook(state, allreduce_hook)
     return state
-
-
-def _group_comm(ranks):
-    """None (every rank) for all ranks in order, else a communicator of `ranks` (collective over
-    them)."""
-    runtime.ensure_mpi()
-    return None if ranks == list(range(dist.get_world_size())) else runtime.group_comm(ranks)

@@ -25,7 +25,7 @@ def allreduce_(tensor, algorithm="exact", average=True, comm=None, state=None):
 
 
 def broadcast_(tensor, root=0, comm=None):
-    """MPI_Bcast of the tensor's bytes from `root`. Returns tensor."""
+    """bagua_bcast of the tensor's bytes from `root`. Returns tensor."""
     _C.broadcast_(_tensor(tensor), root, runtime.as_comm(comm))
     return tensor
 

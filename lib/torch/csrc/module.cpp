@@ -334,8 +334,8 @@ void broadcast(at::Tensor t, int root, const Comm &comm) {
   const std::string problem = tensor_problem(t);
   if (!problem.empty()) throw py::value_error("the tensor " + problem);
   py::gil_scoped_release nogil;
-  check_mpi(MPI_Bcast(t.data_ptr(), static_cast<int>(t.nbytes()), MPI_BYTE, root, comm.get()),
-            "MPI_Bcast");
+  check_status(bagua_bcast(t.data_ptr(), static_cast<int>(t.nbytes()), MPI_BYTE, root, comm.get()),
+               "bagua_bcast");
 }
 
 // The bagua datatype of a floating tensor for the averaging calls; `what`
