@@ -105,9 +105,12 @@ constexpr EnvVar kVars[] = {
      "bagua_torch c10d backend: allreduce algorithm of floating-point sums (exact, q8, q4, "
      "fp16, bf16) in groups whose pg_options name none."},
     {"BAGUA_TORCH_MASTER_ADDR", "",
-     "bagua_torch.init(): address other ranks reach rank 0's TCPStore at; empty = rank 0's "
-     "hostname.",
+     "bagua_torch.init() under mpirun: address other ranks reach rank 0's TCPStore at; empty = "
+     "rank 0's hostname.",
      true},
+    {"BAGUA_TORCH_VERSION", "2.11.0",
+     "bin/bagua-venv: the torch (from PyPI) it installs into the development venv .venv, which "
+     "bin/bagua-test and bin/bagua-main --torch build bagua_torch for."},
     // @env bench (read by bagua-bench and bagua-bench-compressed, doc/tools.md)
     {"BAGUA_BENCH_LINK", "",
      "Benchmarks: link rate (tc syntax, e.g. 100mbit, 1gbit) for the columns bytes sent, link "

@@ -3,12 +3,12 @@
 #pragma once
 
 #include <bagua.h>
-#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/extension.h>
 
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
 namespace bagua_torch {

@@ -102,8 +102,9 @@ std::shared_ptr<Comm> Comm::from_store(const c10::intrusive_ptr<c10d::Store> &st
 
 std::shared_ptr<Comm> Comm::dup() const {
   if (formed_by_bagua())
-    throw py::value_error("a communicator formed without MPI has no MPI duplicate: make another "
-                          "one (bagua_torch.runtime.private_comm)");
+    throw py::value_error(
+        "a communicator formed without MPI has no MPI duplicate: make another "
+        "one (bagua_torch.runtime.private_comm)");
   MPI_Comm copy = MPI_COMM_NULL;
   check_mpi(MPI_Comm_dup(get(), &copy), "MPI_Comm_dup");
   return std::make_shared<Comm>(copy, true);
@@ -111,8 +112,9 @@ std::shared_ptr<Comm> Comm::dup() const {
 
 std::shared_ptr<Comm> Comm::create_group(const std::vector<int> &ranks) const {
   if (formed_by_bagua())
-    throw py::value_error("a communicator formed without MPI has no MPI subgroups: make one "
-                          "(bagua_torch.runtime.group_comm)");
+    throw py::value_error(
+        "a communicator formed without MPI has no MPI subgroups: make one "
+        "(bagua_torch.runtime.group_comm)");
   MPI_Group all = MPI_GROUP_NULL, some = MPI_GROUP_NULL;
   check_mpi(MPI_Comm_group(get(), &all), "MPI_Comm_group");
   const int rc = MPI_Group_incl(all, static_cast<int>(ranks.size()), ranks.data(), &some);
