@@ -122,12 +122,16 @@ def test_partial():
           "partial: the replicas did not move toward each other")
 
 
-def wait_for_rounds(averager, rounds, deadline_s=120):
-    """Waits until `averager` applied `rounds` rounds (a deadline only against a hang)."""
+def wait_for_rounds(averager, more, deadline_s=120):
+    """Waits until `averager` applied `more` rounds beyond the most any rank has applied now:
+    every rank waits for the same count (rounds are collective), so none waits for rounds the
+    others, done waiting, stop (a deadline only against a hang)."""
+    target = torch.tensor([averager.rounds + more])
+    dist.all_reduce(target, op=dist.ReduceOp.MAX)
     start = time.monotonic()
-    while averager.rounds < rounds and time.monotonic() - start < deadline_s:
+    while averager.rounds < target.item() and time.monotonic() - start < deadline_s:
         time.sleep(0.01)
-    return averager.rounds >= rounds
+    return averager.rounds >= target.item()
 
 
 def test_async():
@@ -139,7 +143,7 @@ def test_async():
             for p in model.parameters():
                 p.add_(0.01 * (step + 1))
     dist.barrier()  # every rank's writes are in; rounds from the third on start after them
-    check(wait_for_rounds(averager, averager.rounds + 3), "async: too few rounds before the deadline")
+    check(wait_for_rounds(averager, 3), "async: too few rounds before the deadline")
     averager.stop()
     rounds = torch.tensor([averager.rounds])
     check(spread(rounds.double()) == 0, "async: ranks applied different numbers of rounds")
@@ -147,7 +151,7 @@ def test_async():
     check(spread(flat(model)) < 1e-5, f"async: replicas still {spread(flat(model)):.3g} apart")
     check(torch.allclose(mean(flat(model)), shifted_mean, atol=1e-5), "async: the mean moved")
     averager.resume()
-    check(wait_for_rounds(averager, averager.rounds + 1), "async: no round after resume")
+    check(wait_for_rounds(averager, 1), "async: no round after resume")
     # Left running: bagua_torch.shutdown() at exit stops it before MPI_Finalize.
 
 
