@@ -19,6 +19,15 @@ int limit() {
   return v != nullptr ? std::atoi(v) : 1024;
 }
 
+// MPI_Waitall in batches of 32: MPICH 4.0 asserts in MPI_Waitall of 64 or
+// more requests when generalized ones (bagua's) are among them.
+void wait_in_batches(std::vector<MPI_Request> &reqs) {
+  const size_t batch = 32;
+  for (size_t first = 0; first < reqs.size(); first += batch)
+    CHECK(MPI_Waitall(int(std::min(batch, reqs.size() - first)), reqs.data() + first,
+                      MPI_STATUSES_IGNORE) == MPI_SUCCESS);
+}
+
 // Starts `calls` calls before waiting for any, pausing `pause_ms` once the
 // limit is reached (the calls running meanwhile complete, which must not
 // matter); call k adds k on every rank. Returns whether every rank refused
@@ -38,7 +47,7 @@ bool post_then_wait(MPI_Comm comm, int calls, int pause_ms) {
       as_expected = false;
     }
   }
-  CHECK(MPI_Waitall(calls, reqs.data(), MPI_STATUSES_IGNORE) == MPI_SUCCESS);
+  wait_in_batches(reqs);
   for (int k = 0; k < std::min(calls, limit()); ++k)
     CHECK(values[size_t(k)] == float(k * test::world_size()));
   return test::all_ranks(as_expected);
