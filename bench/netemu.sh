@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs an MPI program on N emulated hosts: one network namespace per rank,
 # each attached to a bridge by a veth pair shaped with tbf to RATE in both
-# directions (doc/benchmarks.md, ../shared/recipes.md). Everything it creates
+# directions (doc/benchmarks.md). Everything it creates
 # is deleted on exit, also on failure or Ctrl-C.
 #
 # usage: bench/netemu.sh [-n RANKS] [-r RATE] [-m "MPIRUN ARGS"] -- PROGRAM [ARGS...]

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The one script to run on a lent GPU machine (issue #16; 15 minutes of device
-# time a session). It runs every CUDA test (device codecs bit for bit against
+# The one script to run on a GPU machine (built to finish within 15 minutes on
+# an H200). It runs every CUDA test (device codecs bit for bit against
 # their CPU twins; device buffers in the collectives at 1-3 ranks sharing the
 # GPU, over bagua's MPI and UCX transports), the kernel rates against the
 # device's copy rate and nominal HBM bandwidth, and collectives on device
 # buffers against host buffers (bagua-bench-device). All output goes to $OUT
-# (the device tool's result folder) or build-gpu-out/.
+# (a result folder the caller names) or build-gpu-out/.
 #
 # Where it finds .devrt/ (bench/gpu/pack-runtime.sh, run where the build was
 # made) it runs those programs on that packed Open MPI; otherwise it builds

@@ -2,10 +2,10 @@
 # Packs a CUDA build's GPU tests and benchmarks with the Open MPI runtime they
 # need (mpirun, orted, plugins, every shared library but glibc and the CUDA
 # driver) into one folder, for a GPU machine that has the driver but no MPI and
-# no package registry (the device tool's machines). device-check.sh finds the
+# no package registry. device-check.sh finds the
 # folder and uses it; nothing is written outside it there.
 #   bench/gpu/pack-runtime.sh [BUILD_DIR [OUT_DIR]]   (default build-gpu .devrt)
-# The folder must fit the device tool's 64 MiB with the repository: build for
+# Keep the folder small (64 MiB with the repository is a practical bound): build for
 # the lent GPU alone (meson configure build-gpu -Dgpu_archs=90 for an H100/H200).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
