@@ -231,22 +231,14 @@ class BaguaBackend : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> allreduce(Tensors &tensors,
                                            const c10d::AllreduceOptions &opts) override {
-    at::Tensor t = single(tensors, "allreduce");
-    const RedOp op = opts.reduceOp;
-    check_reduction(op, t.scalar_type(), "allreduce");
-    return enqueue(collectives_, c10d::OpType::ALLREDUCE, tensors,
-                   [this, t, op]() mutable { allreduce_now(t, op); });
+    return reduction(tensors, opts.reduceOp, c10d::OpType::ALLREDUCE, "allreduce");
   }
 
   // Every rank reduces (the allreduce's path); the root's tensor is the result.
   c10::intrusive_ptr<c10d::Work> reduce(Tensors &tensors,
                                         const c10d::ReduceOptions &opts) override {
-    at::Tensor t = single(tensors, "reduce");
     checked_rank(opts.rootRank, "reduce");
-    const RedOp op = opts.reduceOp;
-    check_reduction(op, t.scalar_type(), "reduce");
-    return enqueue(collectives_, c10d::OpType::REDUCE, tensors,
-                   [this, t, op]() mutable { allreduce_now(t, op); });
+    return reduction(tensors, opts.reduceOp, c10d::OpType::REDUCE, "reduce");
   }
 
   c10::intrusive_ptr<c10d::Work> broadcast(Tensors &tensors,
@@ -360,6 +352,19 @@ class BaguaBackend : public c10d::Backend {
                       {output.view({-1})},
                       split_bytes(input, input_splits, "input"),
                       split_bytes(output, output_splits, "output")};
+    // Equal pieces from separate buffers go straight through bagua_alltoall.
+    const bool even = input_splits.empty() && output_splits.empty() &&
+                      exchange.send_bytes == exchange.recv_bytes &&
+                      input.data_ptr() != output.data_ptr();
+    if (even) {
+      at::Tensor out = output, in = input;
+      const int block = exchange.send_bytes[0];
+      return enqueue(collectives_, c10d::OpType::ALLTOALL_BASE, {output}, [this, out, in, block] {
+        check_bagua(bagua_alltoall(in.data_ptr(), block, MPI_BYTE, out.data_ptr(), block, MPI_BYTE,
+                                   handle_),
+                    "bagua_alltoall");
+      });
+    }
     return enqueue(collectives_, c10d::OpType::ALLTOALL_BASE, {output},
                    [this, exchange]() mutable { exchange_now(exchange); });
   }
@@ -431,6 +436,14 @@ class BaguaBackend : public c10d::Backend {
       work->finish_with(error);
     });
     return work;
+  }
+
+  // The allreduce of the one tensor in `tensors` by `op` (checked here).
+  c10::intrusive_ptr<c10d::Work> reduction(Tensors &tensors, RedOp op, c10d::OpType type,
+                                           const char *call) {
+    at::Tensor t = single(tensors, call);
+    check_reduction(op, t.scalar_type(), call);
+    return enqueue(collectives_, type, tensors, [this, t, op]() mutable { allreduce_now(t, op); });
   }
 
   int checked_rank(int64_t rank, const char *call) const {
