@@ -170,21 +170,21 @@ std::string tensor_problem(const at::Tensor &t) {
 
 namespace {
 
+// Each algorithm's bagua wire (its name is the library's, bagua_algorithm_name).
 struct AlgorithmInfo {
-  const char *name;
   Algorithm algorithm;
-  bagua_algorithm wire;  // for bagua_allreduce_bytes
+  bagua_algorithm wire;
   const char *call;
   bool takes_double;
 };
 
 constexpr AlgorithmInfo kAlgorithms[] = {
-    {"exact", Algorithm::exact, BAGUA_ALGORITHM_EXACT, "bagua_allreduce", true},
-    {"q8", Algorithm::q8, BAGUA_ALGORITHM_Q8, "bagua_allreduce_q8", false},
-    {"q4", Algorithm::q4, BAGUA_ALGORITHM_Q4, "bagua_allreduce_q4", false},
-    {"fp16", Algorithm::fp16, BAGUA_ALGORITHM_FP16, "bagua_allreduce_fp16", false},
-    {"bf16", Algorithm::bf16, BAGUA_ALGORITHM_BF16, "bagua_allreduce_bf16", false},
-    {"sign", Algorithm::sign, BAGUA_ALGORITHM_SIGN, "bagua_allreduce_sign", false},
+    {Algorithm::exact, BAGUA_ALGORITHM_EXACT, "bagua_allreduce", true},
+    {Algorithm::q8, BAGUA_ALGORITHM_Q8, "bagua_allreduce_q8", false},
+    {Algorithm::q4, BAGUA_ALGORITHM_Q4, "bagua_allreduce_q4", false},
+    {Algorithm::fp16, BAGUA_ALGORITHM_FP16, "bagua_allreduce_fp16", false},
+    {Algorithm::bf16, BAGUA_ALGORITHM_BF16, "bagua_allreduce_bf16", false},
+    {Algorithm::sign, BAGUA_ALGORITHM_SIGN, "bagua_allreduce_sign", false},
 };
 
 const AlgorithmInfo &info(Algorithm algorithm) {
@@ -196,15 +196,19 @@ const AlgorithmInfo &info(Algorithm algorithm) {
 }  // namespace
 
 Algorithm parse_algorithm(const std::string &name) {
+  bagua_algorithm wire = BAGUA_ALGORITHM_EXACT;
+  const bool known = bagua_algorithm_from_name(name.c_str(), &wire) == BAGUA_SUCCESS;
   std::string names;
   for (const AlgorithmInfo &a : kAlgorithms) {
-    if (name == a.name) return a.algorithm;
-    names += std::string(names.empty() ? "" : ", ") + a.name;
+    if (known && a.wire == wire) return a.algorithm;
+    names += std::string(names.empty() ? "" : ", ") + bagua_algorithm_name(a.wire);
   }
   throw py::value_error("unknown algorithm '" + name + "': choose one of " + names);
 }
 
-const char *algorithm_name(Algorithm algorithm) { return info(algorithm).name; }
+const char *algorithm_name(Algorithm algorithm) {
+  return bagua_algorithm_name(info(algorithm).wire);
+}
 const char *algorithm_call(Algorithm algorithm) { return info(algorithm).call; }
 
 MPI_Datatype algorithm_datatype(Algorithm algorithm, at::ScalarType type) {
@@ -264,18 +268,9 @@ int run_allreduce(Algorithm algorithm, at::Tensor &t, MPI_Datatype datatype, MPI
                   MPI_Comm comm, const SignState *sign) {
   void *data = t.data_ptr();
   const int count = static_cast<int>(t.numel());
-  switch (algorithm) {
-    case Algorithm::exact: return bagua_allreduce(MPI_IN_PLACE, data, count, datatype, op, comm);
-    case Algorithm::q8: return bagua_allreduce_q8(MPI_IN_PLACE, data, count, datatype, op, comm);
-    case Algorithm::q4: return bagua_allreduce_q4(MPI_IN_PLACE, data, count, datatype, op, comm);
-    case Algorithm::fp16:
-      return bagua_allreduce_fp16(MPI_IN_PLACE, data, count, datatype, op, comm);
-    case Algorithm::bf16:
-      return bagua_allreduce_bf16(MPI_IN_PLACE, data, count, datatype, op, comm);
-    case Algorithm::sign:
-      return bagua_allreduce_sign(MPI_IN_PLACE, data, count, datatype, op, comm, sign->get());
-  }
-  return BAGUA_ERR_INTERNAL;
+  if (algorithm == Algorithm::sign)
+    return bagua_allreduce_sign(MPI_IN_PLACE, data, count, datatype, op, comm, sign->get());
+  return bagua_allreduce_alg(MPI_IN_PLACE, data, count, datatype, op, comm, info(algorithm).wire);
 }
 
 namespace {
