@@ -35,7 +35,7 @@ PROBE_ONLY=0
 # ring at 22% of it, at 100 Mbit a 4-rank ring at 88%); a larger one
 # refills while a rank computes and lets the next short transfer through
 # faster than the rate, which a real link never does (doc/benchmarks.md,
-# "bagua-advise").
+# "What was tried: bagua-advise's model and probes").
 BURST=256kb
 PREFIX=bg
 BRIDGE=br-bg

@@ -16,8 +16,8 @@
 #       most launches made. Ranks that share cores settle into a schedule
 #       that lasts a launch: at 8 ranks / 1 Gbit / 4 MiB five launches of
 #       the collectives measured q8 at 25.2-36.9 ms (doc/benchmarks.md,
-#       "bagua-advise"), so full runs take 5: at 3 the 8-rank / 4 MiB rows
-#       still missed 25% in some runs (run K), at 5 they held (runs L, M)
+#       "What was tried"), so full runs take 5: at 3 the 8-rank / 4 MiB rows
+#       still missed 25% in some runs, at 5 they held
 #   -c: the collectives' calls start from cold caches, as after a training
 #       step's backward pass (the bench's --evict: the ranks read twice the
 #       last-level cache between them before each call); default: calls
@@ -56,7 +56,7 @@ done
 # the algorithms' calls (--interleave): a slow stretch of seconds, when the
 # scheduler runs the 8 ranks badly, then slows every algorithm of the row
 # alike instead of the one it happened to fall on (doc/benchmarks.md,
-# "Interleaved calls").
+# "What was tried").
 iterations() {
   case $1 in
     10gbit) echo 12 ;;
@@ -67,7 +67,7 @@ iterations() {
 # Ranks bound to cores, round-robin (as mpirun binds when ranks fit the
 # cores): unbound, 8 ranks on 2 cores split 4/4 or 5/3 as the scheduler
 # places them, and the same call's time moved by up to 1.7x from one launch
-# to the next (doc/benchmarks.md, bagua-advise). The advisor and the
+# to the next (doc/benchmarks.md, "What was tried"). The advisor and the
 # collectives run under the same placement.
 bind="--bind-to core:overload-allowed --map-by core"
 # MiB each of n ranks (one host) reads before a call with -c.

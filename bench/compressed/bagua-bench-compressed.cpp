@@ -196,7 +196,7 @@ class Bench {
   // call of each algorithm: checking a result keeps the link idle for tens
   // of milliseconds, in which an emulated link's token bucket (bench/netemu.sh:
   // 256 KB) refills, and a timed call right after it would send its first
-  // bytes faster than the link's rate (doc/benchmarks.md, "bagua-advise").
+  // bytes faster than the link's rate (doc/benchmarks.md, "What was tried").
   std::vector<Row> measure(const std::vector<std::string> &algos, int iters, int warmup) {
     for (const std::string &algo : algos)
       for (int i = 0; i < warmup; ++i) check(algo, call(algo));

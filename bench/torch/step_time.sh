@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Step time of PyTorch training with bagua against gloo in the same run (doc/benchmarks.md,
-# "PyTorch"): lib/torch/examples/train_fashion_mnist.py on 4 emulated hosts behind RATE links
-# (bench/netemu.sh, root), an MLP of about 25M parameters (784-4608-4608-10), batch 16 per
+# "PyTorch 2.x: step time against gloo"): lib/torch/examples/train_fashion_mnist.py on 4
+# emulated hosts behind RATE links (bench/netemu.sh, root), an MLP of about 25M parameters (784-4608-4608-10), batch 16 per
 # rank, STEPS timed steps (one epoch cut short) after one untimed epoch of the same length;
 # prints ms/step of each run and its speed against the gloo run of its kind (DDP rows against
 # gloo DDP, FSDP2 rows against FSDP2 on gloo).

@@ -152,7 +152,7 @@ Status post_ring_step(Probe &probe, const char *out, char *in, size_t bytes, Tag
 // rounds, at most kMaxRounds): on fast links, where a round lasts
 // milliseconds, more rounds find the undisturbed one; on slow ones, 3
 // rounds of 4 MiB at 8 ranks / 100 Mbit still missed the sustained rate by
-// up to 25% (doc/benchmarks.md, bagua-advise).
+// up to 25% (doc/benchmarks.md, "What was tried").
 constexpr double kProbeSeconds = 0.2;
 constexpr int kMinRounds = 5;
 constexpr int kMaxRounds = 64;
@@ -531,14 +531,14 @@ MPI_Comm split_nodes(MPI_Comm comm, const Args &args, int *ranks_per_node) {
 // of 4 MiB lasts milliseconds, and its best one catches a moment when no
 // other process needed the cores, which a collective moving its megabytes
 // back to back does not (2 ranks on 10 Gbit: rounds of 4 MiB at best 97% of
-// the rate, of 32 MiB 75%, the ring allreduce 76%; doc/benchmarks.md).
+// the rate, of 32 MiB 75%, the ring allreduce 76%; doc/benchmarks.md, "What was tried").
 constexpr double kMinBandwidthRoundSeconds = 0.025;
 constexpr size_t kMaxProbeBytes = size_t(64) << 20;
 
 // Longer transfers settle below the rate of the bandwidth rounds: on 2 ranks
 // / 10 Gbit the ring allreduce moved its bytes beyond the first 16 MiB at
-// about 600 MB/s against the rounds' 850 (doc/benchmarks.md, "Long
-// transfers and the overlap at the model's size"). A second ring exchange of up to kSustainedScale
+// about 600 MB/s against the rounds' 850 (doc/benchmarks.md, "What was
+// tried"). A second ring exchange of up to kSustainedScale
 // times the bytes, its rounds at most kMaxSustainedRoundSeconds, measures the marginal rate beyond
 // the first probe's bytes; it is skipped where that allows less than twice the bytes (slow links,
 // whose rounds already last).
@@ -624,7 +624,7 @@ size_t capped_by_call(const CostParams &p, const AlgorithmRow &row, size_t count
 // most 64 MiB or what makes the call last kMaxOverlapCallSeconds. How much
 // ByteGrad hides depends on the size: at 8 ranks / 10 Gbit, q8 hid 0.53 of
 // the shorter of transfer and compute on 8 MiB, 0.11 on 16 MiB
-// (doc/benchmarks.md, "Long transfers and the overlap at the model's size").
+// (doc/benchmarks.md, "What was tried").
 size_t overlap_probe_count(const CostParams &serial, const AlgorithmRow &q8, size_t model_bytes) {
   const CostParams unchecked = without_call_check(serial);
   size_t least = kProbeBytes / 4;
@@ -707,13 +707,13 @@ const AlgorithmRow *other_side_row(const CostParams &serial, size_t count, doubl
 // q8 alone, one overlap throughout. A step hides differently at each
 // balance: at 2 ranks / 1 Gbit, q8 (compute the shorter) hid a positive
 // fraction while sign (the transfer the shorter) ran slower than its
-// serial sum (doc/benchmarks.md, "One overlap per side"). ByteGrad encodes
+// serial sum (doc/benchmarks.md, "What was tried"). ByteGrad encodes
 // segment k+1 while segment k is in flight; a synthetic probe (encodes
 // between the tests of one ring exchange) read no overlap at 10 Gbit where
-// q8 hid about 70% of its compute (doc/benchmarks.md). Negative where the
+// q8 hid about 70% of its compute (doc/benchmarks.md, "What was tried"). Negative where the
 // call outlasts the sum: 8 ranks on 2 cores, each waking for every message
 // while the others encode, added up to 0.9 of the shorter
-// (doc/benchmarks.md, "Contention"); at most its whole time again. The
+// (doc/benchmarks.md, "What was tried"); at most its whole time again. The
 // median, not the best call: the best of a probe's rounds caught the one
 // the scheduler ran well, and a training step meets the typical one.
 Status measure_overlap(Probe &probe, const Options &options, size_t model_bytes, CostParams *p) {

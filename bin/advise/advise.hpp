@@ -59,7 +59,7 @@ Advice advise(const CostParams &params, size_t model_bytes, const std::vector<do
 // allreduce's are raced: closer than the model separates them from one
 // launch of its probes to the next (at 10 Gbit / 64 MiB it put q4 0.91-1.19
 // of sign's time where the calls measured 1.11-1.32, doc/benchmarks.md,
-// "Runs L and M").
+// "What was tried").
 constexpr double kRaceFraction = 0.25;
 
 // The allreduce rows of `a` to race (indices into a.rows): those predicted

@@ -66,7 +66,7 @@ BAGUA_AVX2 inline void store8(BF16, uint16_t *p, __m256 v) {
 // Software prefetch for the streaming loops: a loop whose loads stall (a
 // min/max or |x| pass over a block, an accumulator) leaves one core well below
 // its read bandwidth with the hardware prefetcher alone; prefetching a fixed
-// distance ahead keeps enough lines in flight (doc/benchmarks.md, Codecs).
+// distance ahead keeps enough lines in flight (doc/benchmarks.md, "What was tried: CPU codecs").
 constexpr size_t kPrefetchBytes = 8192;
 // Inputs smaller than this may be cache-resident (one BAGUA_SEGMENT_BYTES
 // segment that the caller just wrote); where prefetching them measured slower

@@ -58,7 +58,7 @@ __device__ typename Chunk<C>::Vec minmax_pack_chunk_with(const float (&v)[kChunk
 // narrow block, the common case, takes a path without a branch per
 // element: with a branch on p.wide and on valid per element, Nsight Compute
 // read the encoders as bound by their instructions (68% of the SM's issue
-// throughput at half the DRAM rate; doc/benchmarks.md, "Device buffers").
+// throughput at half the DRAM rate; doc/benchmarks.md, "Device buffers on the H200").
 template <class C>
 __device__ typename Chunk<C>::Vec minmax_pack_chunk(const MinMaxParams &p,
                                                     const float (&v)[kChunkElems<C>],

@@ -19,7 +19,7 @@ constexpr size_t kSlotAlign = 64;
 // but no segment gets smaller than kMinSegmentBytes of float32, nor its
 // message smaller than kMinMessageBytes (per-message cost: sign's 1 bit per
 // element would otherwise send 2 KiB messages), unless BAGUA_SEGMENT_BYTES
-// itself is. Measured in doc/benchmarks.md.
+// itself is. Measured in doc/benchmarks.md, "ByteGrad's smallest message".
 constexpr size_t kMinSegments = 8;
 constexpr size_t kMinSegmentBytes = 64 << 10;
 constexpr size_t kMinMessageBytes = 16 << 10;

@@ -1,6 +1,6 @@
 // Decentralized averaging: each rank averages its weights with a few peers
-// (algorithms.md section 3) or, in low precision, exchanges q8-compressed
-// model differences with its ring neighbours (section 4).
+// (doc/decentralized.md, "Full precision") or, in low precision, exchanges q8-compressed
+// model differences with its ring neighbours ("Low precision").
 #pragma once
 
 #include <vector>

@@ -1,4 +1,4 @@
-// Asynchronous model averaging (algorithms.md section 5): a background thread
+// Asynchronous model averaging (doc/decentralized.md): a background thread
 // averages a registered buffer with all ranks every interval while the caller
 // keeps computing. The thread uses a private communicator state (its own
 // duplicate and transport), so its messages never match the caller's. A

@@ -80,7 +80,7 @@ struct CostParams {
   // running at once slows both (ranks sharing cores). It depends on a
   // step's balance, compute / (compute + transfer): a step hides a long
   // transfer's compute differently from a long compute's transfer
-  // (doc/benchmarks.md, "One overlap per side"). bagua-advise reads it at up
+  // (doc/benchmarks.md, "What was tried"). bagua-advise reads it at up
   // to two balances; a step between them takes the linear interpolation,
   // beyond them the nearer one's (two equal points: one overlap throughout).
   std::array<OverlapPoint, 2> overlap_at{};
@@ -152,7 +152,7 @@ bool is_averaging(Algorithm a);
 
 // Predictions closer than this fraction of the fastest are the same speed
 // to the model (its mean error where calls exceed 10 ms is 5-8%,
-// doc/benchmarks.md, "bagua-advise").
+// doc/benchmarks.md, "bagua-advise: predicted against measured").
 constexpr double kSameSpeedFraction = 0.05;
 
 // The seconds of each estimate, in order: what fastest and recommend rank.
