@@ -322,6 +322,10 @@ BAGUA_API int bagua_allreduce(const void *sendbuf, void *recvbuf, int count, MPI
 BAGUA_API int bagua_allreduce_alg(const void *sendbuf, void *recvbuf, int count,
                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                   bagua_algorithm algorithm);
+/** bagua_allreduce_alg with count as MPI_Count (large-count variant). */
+BAGUA_API int bagua_allreduce_alg_c(const void *sendbuf, void *recvbuf, MPI_Count count,
+                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                    bagua_algorithm algorithm);
 
 /* Large-count variants (MPI-4 style): count as MPI_Count, otherwise the same
  * as the call without _c. Buffers above INT_MAX bytes or elements work. */
@@ -1239,6 +1243,30 @@ BAGUA_API int bagua_iallreduce_q8(const void *sendbuf, void *recvbuf, int count,
 BAGUA_API int bagua_iallreduce_q4(const void *sendbuf, void *recvbuf, int count,
                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                   MPI_Request *request);
+
+/** Nonblocking bagua_allreduce_fp16 (flat): arguments and rules as
+ *  bagua_iallreduce, datatypes, ops and accuracy as bagua_allreduce_fp16. */
+BAGUA_API int bagua_iallreduce_fp16(const void *sendbuf, void *recvbuf, int count,
+                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                    MPI_Request *request);
+
+/** Nonblocking bagua_allreduce_bf16 (flat): arguments and rules as
+ *  bagua_iallreduce, datatypes, ops and accuracy as bagua_allreduce_bf16. */
+BAGUA_API int bagua_iallreduce_bf16(const void *sendbuf, void *recvbuf, int count,
+                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                    MPI_Request *request);
+
+/**
+ * Nonblocking allreduce with the algorithm chosen at run time: the same
+ * call as bagua_iallreduce (BAGUA_ALGORITHM_EXACT) or the nonblocking call
+ * of any algorithm the iallreduce family offers (bagua-info --support),
+ * with its datatypes, ops and accuracy. Algorithms with error feedback
+ * (sign) need a state per buffer and are refused
+ * (BAGUA_ERR_INVALID_ARGUMENT).
+ */
+BAGUA_API int bagua_iallreduce_alg(const void *sendbuf, void *recvbuf, int count,
+                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                   bagua_algorithm algorithm, MPI_Request *request);
 
 #ifdef __cplusplus
 }

@@ -72,6 +72,30 @@ CodecStatus sign_decode(const void *in, size_t in_bytes, size_t count, uint32_t 
 CodecStatus sign_decode_accumulate(const void *in, size_t in_bytes, size_t count,
                                    uint32_t block_elems, float *acc);
 
+// ---------------------------------------------------------------------------
+// Every codec in one shape, for the library's wire registry
+// (lib/base/wires.cpp), which finds a wire's kernels by its name: what a
+// kernel takes besides the buffers, and the host entry points.
+
+struct CodecParams {
+  uint32_t block = 0;         // elements per block (codecs with blocks)
+  float prescale = 1;         // casts: the input is multiplied by it before the cast
+  float *residual = nullptr;  // error feedback: float32, indexed like the input
+};
+
+struct HostCodecKernels {
+  const char *wire;  // the registry's name of the wire format
+  size_t (*encoded_bytes)(size_t count, uint32_t block_elems);
+  CodecStatus (*encode)(const CodecParams &p, const void *src, DType t, size_t count, void *out);
+  CodecStatus (*decode)(const CodecParams &p, const void *in, size_t in_bytes, size_t count,
+                        void *dst, DType t);
+  CodecStatus (*decode_accumulate)(const CodecParams &p, const void *in, size_t in_bytes,
+                                   size_t count, float *acc);
+};
+
+// The host kernels of the wire named `wire`; nullptr when none has that name.
+const HostCodecKernels *find_host_kernels(const char *wire);
+
 }  // namespace bagua::codec
 
 #endif

@@ -50,6 +50,21 @@ CodecStatus sign_decode_accumulate(const void *in, size_t in_bytes, size_t count
                                    uint32_t block_elems, float *acc, uint32_t *status,
                                    cudaStream_t stream);
 
+// Every device codec in one shape (codec.h's HostCodecKernels, the
+// encoded size being the host's).
+struct DeviceCodecKernels {
+  const char *wire;
+  CodecStatus (*encode)(const CodecParams &p, const void *src, DType t, size_t count, void *out,
+                        cudaStream_t stream);
+  CodecStatus (*decode)(const CodecParams &p, const void *in, size_t in_bytes, size_t count,
+                        void *dst, DType t, uint32_t *status, cudaStream_t stream);
+  CodecStatus (*decode_accumulate)(const CodecParams &p, const void *in, size_t in_bytes,
+                                   size_t count, float *acc, uint32_t *status, cudaStream_t stream);
+};
+
+// The device kernels of the wire named `wire`; nullptr when none has that name.
+const DeviceCodecKernels *find_device_kernels(const char *wire);
+
 }  // namespace bagua::codec::gpu
 
 #endif

@@ -659,7 +659,7 @@ Status read_overlap(Probe &probe, const Options &options, const CostParams &seri
                     const AlgorithmRow &row, size_t count, double *out) {
   const std::vector<float> src = gradient_like(count);
   std::vector<float> dst(count);
-  SignFeedback feedback(probe.comm(), row.wire == Wire::sign ? count : 0);
+  SignFeedback feedback(probe.comm(), wire_info(row.wire).error_feedback ? count : 0);
   Call call = float_call(row.wire, count);
   call.src = src.data();
   call.dst = dst.data();
@@ -719,7 +719,7 @@ const AlgorithmRow *other_side_row(const CostParams &serial, size_t count, doubl
 Status measure_overlap(Probe &probe, const Options &options, size_t model_bytes, CostParams *p) {
   CostParams serial = *p;
   serial.overlap_at = {};
-  const AlgorithmRow &q8 = bytegrad_row(Wire::q8);
+  const AlgorithmRow &q8 = bytegrad_row(lowprec_wire().id);  // the 8-bit codec
   const size_t count = overlap_probe_count(serial, q8, model_bytes);
   OverlapPoint read{balance(serial, q8, count), 0};
   BAGUA_TRY(read_overlap(probe, options, serial, q8, count, &read.overlap));
@@ -906,8 +906,9 @@ Status race(Probe &probe, const Options &options, const std::vector<AlgorithmRow
             std::vector<double> *out) {
   const std::vector<float> src = gradient_like(count);
   std::vector<float> dst(count);
-  const bool any_sign = std::any_of(candidates.begin(), candidates.end(),
-                                    [&](size_t i) { return rows[i].wire == Wire::sign; });
+  const bool any_sign = std::any_of(candidates.begin(), candidates.end(), [&](size_t i) {
+    return wire_info(rows[i].wire).error_feedback;
+  });
   SignFeedback feedback(probe.comm(), any_sign ? count : 0);  // sign's error feedback
   std::vector<Call> calls;
   for (size_t i : candidates) {
@@ -1060,7 +1061,7 @@ Status measure(MPI_Comm comm, const Args &args, Measurement *out) {
   CostParams &p = m.params;
   p.ranks = size;
   p.segment_bytes = options.segment_bytes;
-  p.codec_block = size_t(options.compressed.codec_block);
+  p.codec_block = options.compressed.block(lowprec_wire().id);  // BAGUA_CODEC_BLOCK
   p.ring_threshold_bytes = options.ring_threshold_bytes;
   MPI_Comm node = split_nodes(comm, args, &p.ranks_per_node);
   int node_rank = 0, node_size = 1;

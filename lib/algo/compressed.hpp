@@ -1,12 +1,13 @@
 // Compressed allreduce (ByteGrad) and the node-level steps of hierarchical
 // mode, written against the Transport interface. The schedule is written
 // once; a ChunkCodec adapter says how a segment is encoded and decoded, so
-// q8, q4, fp16/bf16 cast and 1-bit sign share it.
+// every wire of the registry shares it.
 #pragma once
 
 #include <memory>
 #include <vector>
 
+#include "../base/wires.hpp"
 #include "allreduce.hpp"
 #include "codec.h"
 
@@ -61,19 +62,19 @@ class ChunkCodec {
   SendVector<float> host_accumulator_;
 };
 
-// Min-max 8-bit quantization with `block` elements per block.
-std::unique_ptr<ChunkCodec> make_q8_codec(uint32_t block);
-// Min-max 4-bit quantization with `block` elements per block.
-std::unique_ptr<ChunkCodec> make_q4_codec(uint32_t block);
-// fp16 / bf16 cast; each stage multiplies by its prescale before the cast
-// (e.g. 1/n so a sum of n ranks cannot overflow fp16) and divides it out.
-std::unique_ptr<ChunkCodec> make_cast_codec(codec::CastFormat format, float contribution_prescale,
-                                            float reduced_prescale);
-// 1-bit sign with error feedback. The residuals (float32) belong to the
-// caller: `contribution_residual` is indexed like the user's buffer,
-// `reduced_residual` like the owner's chunk; both outlive the codec.
-std::unique_ptr<ChunkCodec> make_sign_codec(uint32_t block, float *contribution_residual,
-                                            float *reduced_residual);
+// What a codec adapter takes besides its wire; the indices of prescale and
+// residual are ChunkCodec::Stage's (contribution, reduced chunk).
+struct CodecSetup {
+  uint32_t block = 1;          // elements per block (the wire's BlockRule)
+  float prescale[2] = {1, 1};  // multiplies the input before encoding (fp16: 1/ranks)
+  // Error feedback: float32 residuals owned by the caller, `contribution`
+  // indexed like the user's buffer, `reduced` like the owner's chunk; both
+  // outlive the codec.
+  float *residual[2] = {nullptr, nullptr};
+};
+
+// The host codec of `wire` (its kernels in the registry); nullptr for exact.
+std::unique_ptr<ChunkCodec> make_host_codec(const WireInfo &wire, const CodecSetup &setup);
 
 // One compressed allreduce: every rank's src (src_type) summed, divided by
 // `divisor` (1 for a sum), written to dst (dst_type) bit-identically on every

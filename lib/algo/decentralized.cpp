@@ -180,13 +180,13 @@ void apply_average_delta(void *w, const void *reduced, const void *temp, size_t 
   });
 }
 
-Status lowprec_init(AlgoContext &ctx, const void *x, size_t count, DType t, uint32_t block,
-                    LowprecReplicas *r) {
+Status lowprec_init(AlgoContext &ctx, const void *x, size_t count, DType t,
+                    const LowprecCodec &codec, LowprecReplicas *r) {
   const int n = ctx.transport.size(), rank = ctx.transport.rank();
   r->self.resize(count);
   r->left.resize(count);
   r->right.resize(count);
-  const size_t encoded = codec::q8_encoded_bytes(count, block);
+  const size_t encoded = codec.kernels.encoded_bytes(count, codec.params.block);
   r->encoded_self.resize(encoded);
   r->encoded_left.resize(encoded);
   r->encoded_right.resize(encoded);
@@ -204,7 +204,7 @@ Status lowprec_init(AlgoContext &ctx, const void *x, size_t count, DType t, uint
   return BAGUA_SUCCESS;
 }
 
-Status lowprec_step(AlgoContext &ctx, void *x, size_t count, DType t, uint32_t block,
+Status lowprec_step(AlgoContext &ctx, void *x, size_t count, DType t, const LowprecCodec &codec,
                     LowprecReplicas *r) {
   const int n = ctx.transport.size(), rank = ctx.transport.rank();
   if (n == 1) return BAGUA_SUCCESS;
@@ -221,22 +221,25 @@ Status lowprec_step(AlgoContext &ctx, void *x, size_t count, DType t, uint32_t b
     diff[i] = (diff[i] - w) + mixing * share;
   }
   // 2. Q = encode(diff), sent to both neighbours; Q_L, Q_R received.
-  if (codec::q8_encode(diff, DType::f32, count, block, r->encoded_self.data()) !=
+  if (codec.kernels.encode(codec.params, diff, DType::f32, count, r->encoded_self.data()) !=
       codec::CodecStatus::ok)
-    return fail(BAGUA_ERR_INTERNAL, "low-precision step: q8_encode refused its input");
+    return fail(BAGUA_ERR_INTERNAL, "low-precision step: the %s encoder refused its input",
+                codec.kernels.wire);
   const size_t bytes = r->encoded_self.size();
   std::vector<void *> into{r->encoded_left.data(), r->encoded_right.data()};
   BAGUA_TRY(exchange_with(ctx, neighbours, r->encoded_self.data(), bytes, into));
   // 3. L += decode(Q_L), R += decode(Q_R) (with one neighbour, both copy it).
   const unsigned char *from_right =
       two_neighbours ? r->encoded_right.data() : r->encoded_left.data();
-  codec::CodecStatus s =
-      codec::q8_decode_accumulate(r->encoded_left.data(), bytes, count, block, r->left.data());
+  const auto accumulate = [&](const void *in, float *acc) {
+    return codec.kernels.decode_accumulate(codec.params, in, bytes, count, acc);
+  };
+  codec::CodecStatus s = accumulate(r->encoded_left.data(), r->left.data());
   if (s != codec::CodecStatus::ok) return codec_error(s, "the left neighbour's message");
-  s = codec::q8_decode_accumulate(from_right, bytes, count, block, r->right.data());
+  s = accumulate(from_right, r->right.data());
   if (s != codec::CodecStatus::ok) return codec_error(s, "the right neighbour's message");
   // 4. w += decode(Q) (the same bytes and arithmetic as the neighbours'); x = w.
-  s = codec::q8_decode_accumulate(r->encoded_self.data(), bytes, count, block, r->self.data());
+  s = accumulate(r->encoded_self.data(), r->self.data());
   if (s != codec::CodecStatus::ok) return codec_error(s, "this rank's own message");
   store_from_float(r->self.data(), count, x, t);
   return BAGUA_SUCCESS;

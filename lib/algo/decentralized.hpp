@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "allreduce.hpp"
+#include "codec.h"
 
 namespace bagua {
 
@@ -40,13 +41,20 @@ struct LowprecReplicas {
   Bytes encoded_self, encoded_left, encoded_right;
 };
 
+// The codec of the low-precision steps (the registry's lowprec wire) and
+// its parameters.
+struct LowprecCodec {
+  const codec::HostCodecKernels &kernels;
+  codec::CodecParams params;
+};
+
 // Fills the replicas from the initial weights `x`: exact exchange with the
 // ring neighbours. Messages are q8 with `block` elements per block.
-Status lowprec_init(AlgoContext &ctx, const void *x, size_t count, DType t, uint32_t block,
-                    LowprecReplicas *r);
+Status lowprec_init(AlgoContext &ctx, const void *x, size_t count, DType t,
+                    const LowprecCodec &codec, LowprecReplicas *r);
 
 // One low-precision step on weights x (in place), see bagua_lowprec_step.
-Status lowprec_step(AlgoContext &ctx, void *x, size_t count, DType t, uint32_t block,
+Status lowprec_step(AlgoContext &ctx, void *x, size_t count, DType t, const LowprecCodec &codec,
                     LowprecReplicas *r);
 
 }  // namespace bagua

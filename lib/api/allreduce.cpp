@@ -1,6 +1,8 @@
-// C entry points of the blocking allreduces (exact and compressed), their
-// large-count variants, and bagua_allreduce_bytes. Each is: describe the
-// call, check it against the support matrix, run it (core/run.hpp).
+// C entry points of the blocking allreduce of every wire (bagua_allreduce,
+// bagua_allreduce_alg; the named wrappers are in named.cpp), their
+// large-count variants, the wire names, and the sizing calls. Each is:
+// describe the call, check it against the support matrix, run it
+// (core/run.hpp).
 #include <climits>
 #include <cstring>
 #include <string>
@@ -9,18 +11,26 @@
 #include "../core/run.hpp"
 #include "../core/runtime.hpp"
 #include "compressed.hpp"
+#include "entry.hpp"
 #include "guard.hpp"
 
 namespace bagua {
-namespace {
+
+Status wire_from_c(bagua_algorithm algorithm, Wire *out) {
+  // Read as an int: a C caller may pass any value.
+  const int value = static_cast<int>(algorithm);
+  if (!wire_valid(value))
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "algorithm %d is not a bagua_algorithm", value);
+  *out = static_cast<Wire>(value);
+  return BAGUA_SUCCESS;
+}
 
 Status allreduce(Wire wire, const void *sendbuf, void *recvbuf, int64_t count,
-                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                 bagua_sign_state_t state = nullptr) {
+                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, bagua_sign_state_t state) {
   Call call;
   BAGUA_TRY(describe_reduction(Family::allreduce, wire, sendbuf, recvbuf, count, datatype, op, comm,
                                &call));
-  if (wire == Wire::sign) BAGUA_TRY(attach_sign_state(state, &call));
+  if (wire_info(wire).error_feedback) BAGUA_TRY(attach_sign_state(state, &call));
   Communicator *c = nullptr;
   BAGUA_TRY(Communicator::get(comm, &c));
   const ExclusiveUse use(*c);
@@ -29,41 +39,32 @@ Status allreduce(Wire wire, const void *sendbuf, void *recvbuf, int64_t count,
   return run_blocking(*c, call);
 }
 
-Status wire_from_c(bagua_algorithm algorithm, Wire *out) {
-  // Read as an int: a C caller may pass any value.
-  const int value = static_cast<int>(algorithm);
-  if (value < 0 || value >= kWires)
-    return fail(BAGUA_ERR_INVALID_ARGUMENT, "algorithm %d is not a bagua_algorithm", value);
-  *out = static_cast<Wire>(value);
-  return BAGUA_SUCCESS;
-}
+namespace {
 
 // The wire named `name` (the wire list's names, exactly).
 Status wire_from_name(const char *name, bagua_algorithm *out) {
   if (name == nullptr || out == nullptr)
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "%s is NULL", name == nullptr ? "name" : "out");
-  std::string names;
-  for (int w = 0; w < kWires; ++w) {
-    const char *known = wire_name(static_cast<Wire>(w));
-    if (std::strcmp(name, known) == 0) {
-      *out = static_cast<bagua_algorithm>(w);
-      return BAGUA_SUCCESS;
-    }
-    names += (w > 0 ? ", " : "") + std::string(known);
+  if (const WireInfo *w = wire_named(name)) {
+    *out = static_cast<bagua_algorithm>(w->id);
+    return BAGUA_SUCCESS;
   }
+  std::string names;
+  for (const WireInfo &w : wires()) names += (names.empty() ? "" : ", ") + std::string(w.name);
   return fail(BAGUA_ERR_INVALID_ARGUMENT, "unknown algorithm \"%s\"; the names are %s", name,
               names.c_str());
 }
 
-// The named entry points' path for a run-time algorithm; sign needs its state.
-Status allreduce_with(bagua_algorithm algorithm, const void *sendbuf, void *recvbuf, int count,
+// A run-time algorithm's path; a wire with error feedback needs its state.
+Status allreduce_with(bagua_algorithm algorithm, const void *sendbuf, void *recvbuf, int64_t count,
                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   Wire wire = Wire::exact;
   BAGUA_TRY(wire_from_c(algorithm, &wire));
-  if (wire == Wire::sign)
+  if (wire_info(wire).error_feedback)
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
-                "the sign algorithm needs its error-feedback state; call bagua_allreduce_sign");
-  return allreduce(wire, sendbuf, recvbuf, count, datatype, op, comm);
+                "the %s algorithm needs its error-feedback state; call bagua_allreduce_%s",
+                wire_name(wire), wire_name(wire));
+  return allreduce(wire, sendbuf, recvbuf, count, datatype, op, comm, nullptr);
 }
 
 // A call of `count` elements to size (no buffers), with this process's options.
@@ -118,32 +119,19 @@ Status allreduce_bytes(bagua_algorithm algorithm, MPI_Count count, MPI_Datatype 
 }  // namespace
 }  // namespace bagua
 
-// Each allreduce and its large-count twin: one body, two C signatures.
-#define BAGUA_DEFINE_ALLREDUCE(name, wire)                                                  \
-  extern "C" int name(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, \
-                      MPI_Op op, MPI_Comm comm) {                                           \
-    return bagua::guard(#name, [&] {                                                        \
-      return bagua::allreduce(wire, sendbuf, recvbuf, count, datatype, op, comm);           \
-    });                                                                                     \
-  }                                                                                         \
-  extern "C" int name##_c(const void *sendbuf, void *recvbuf, MPI_Count count,              \
-                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {                \
-    return bagua::guard(#name "_c", [&] {                                                   \
-      return bagua::allreduce(wire, sendbuf, recvbuf, count, datatype, op, comm);           \
-    });                                                                                     \
-  }
+extern "C" int bagua_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                               MPI_Op op, MPI_Comm comm) {
+  return bagua::guard("bagua_allreduce", [&] {
+    return bagua::allreduce(bagua::Wire::exact, sendbuf, recvbuf, count, datatype, op, comm,
+                            nullptr);
+  });
+}
 
-BAGUA_DEFINE_ALLREDUCE(bagua_allreduce, bagua::Wire::exact)
-BAGUA_DEFINE_ALLREDUCE(bagua_allreduce_q8, bagua::Wire::q8)
-BAGUA_DEFINE_ALLREDUCE(bagua_allreduce_q4, bagua::Wire::q4)
-BAGUA_DEFINE_ALLREDUCE(bagua_allreduce_fp16, bagua::Wire::fp16)
-BAGUA_DEFINE_ALLREDUCE(bagua_allreduce_bf16, bagua::Wire::bf16)
-
-extern "C" int bagua_allreduce_sign(const void *sendbuf, void *recvbuf, int count,
-                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                                    bagua_sign_state_t state) {
-  return bagua::guard("bagua_allreduce_sign", [&] {
-    return bagua::allreduce(bagua::Wire::sign, sendbuf, recvbuf, count, datatype, op, comm, state);
+extern "C" int bagua_allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count,
+                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  return bagua::guard("bagua_allreduce_c", [&] {
+    return bagua::allreduce(bagua::Wire::exact, sendbuf, recvbuf, count, datatype, op, comm,
+                            nullptr);
   });
 }
 
@@ -163,7 +151,7 @@ extern "C" int bagua_allreduce_bytes(bagua_algorithm algorithm, MPI_Count count,
 extern "C" const char *bagua_algorithm_name(bagua_algorithm algorithm) {
   // Read as an int, as wire_from_c does, without setting the last error.
   const int value = static_cast<int>(algorithm);
-  if (value < 0 || value >= bagua::kWires) return nullptr;
+  if (!bagua::wire_valid(value)) return nullptr;
   return bagua::wire_name(static_cast<bagua::Wire>(value));
 }
 
@@ -176,6 +164,14 @@ extern "C" int bagua_allreduce_alg(const void *sendbuf, void *recvbuf, int count
                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                    bagua_algorithm algorithm) {
   return bagua::guard("bagua_allreduce_alg", [&] {
+    return bagua::allreduce_with(algorithm, sendbuf, recvbuf, count, datatype, op, comm);
+  });
+}
+
+extern "C" int bagua_allreduce_alg_c(const void *sendbuf, void *recvbuf, MPI_Count count,
+                                     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                     bagua_algorithm algorithm) {
+  return bagua::guard("bagua_allreduce_alg_c", [&] {
     return bagua::allreduce_with(algorithm, sendbuf, recvbuf, count, datatype, op, comm);
   });
 }

@@ -1,11 +1,10 @@
-// C entry points of the bucketed communicator and the nonblocking
-// collectives.
+// C entry points of the bucketed communicator.
 #include <cstddef>
 #include <cstring>
+#include <string>
 
 #include "../base/env.hpp"
 #include "../core/bucket_comm.hpp"
-#include "../core/nonblocking.hpp"
 #include "../core/runtime.hpp"
 #include "../core/support.hpp"
 #include "guard.hpp"
@@ -35,9 +34,13 @@ Status algorithm_from_c(const bagua_bucket_algorithm_config &in, BucketAlgorithm
   // Read as an int: a C caller may pass any value, which is not a valid
   // value of the enum type in C++.
   const int algorithm = static_cast<int>(in.algorithm);
-  if (algorithm < 0 || algorithm >= kWires || Wire(algorithm) == Wire::sign)
-    return fail(BAGUA_ERR_INVALID_ARGUMENT,
-                "algorithm %d is not a bucket algorithm (exact, q8, q4, fp16 or bf16)", algorithm);
+  if (!offers(Family::bucket, Wire(algorithm))) {
+    std::string names;
+    for (const WireInfo &w : wires())
+      if (offers(Family::bucket, w.id)) names += (names.empty() ? "" : ", ") + std::string(w.name);
+    return fail(BAGUA_ERR_INVALID_ARGUMENT, "algorithm %d is not a bucket algorithm (%s)",
+                algorithm, names.c_str());
+  }
   out->wire = Wire(algorithm);
   if (in.op == MPI_OP_NULL) {
     out->op = ReduceOp::avg;
@@ -134,18 +137,6 @@ Status bucket_comm_set_algorithm(BucketComm &bc, int bucket,
   return bc.set_algorithm(bucket, choice);
 }
 
-Status start_nonblocking(Wire wire, const void *sendbuf, void *recvbuf, int count,
-                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
-  if (request == nullptr) return fail(BAGUA_ERR_INVALID_ARGUMENT, "request is NULL");
-  *request = MPI_REQUEST_NULL;
-  Call call;
-  BAGUA_TRY(describe_reduction(Family::iallreduce, wire, sendbuf, recvbuf, count, datatype, op,
-                               comm, &call));
-  NonblockingComm *c = nullptr;
-  BAGUA_TRY(NonblockingComm::get(comm, &c));
-  return c->start(call, request);
-}
-
 }  // namespace
 }  // namespace bagua
 
@@ -225,16 +216,3 @@ extern "C" int bagua_bucket_comm_test(bagua_bucket_comm_t bc, int bucket, int *f
 extern "C" int bagua_bucket_comm_wait_all(bagua_bucket_comm_t bc) {
   return with_handle("bagua_bucket_comm_wait_all", bc, [&](BucketComm &b) { return b.wait_all(); });
 }
-
-// Each nonblocking allreduce: one body per wire format.
-#define BAGUA_DEFINE_IALLREDUCE(name, wire)                                                        \
-  extern "C" int name(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,        \
-                      MPI_Op op, MPI_Comm comm, MPI_Request *request) {                            \
-    return guard(#name, [&] {                                                                      \
-      return bagua::start_nonblocking(wire, sendbuf, recvbuf, count, datatype, op, comm, request); \
-    });                                                                                            \
-  }
-
-BAGUA_DEFINE_IALLREDUCE(bagua_iallreduce, bagua::Wire::exact)
-BAGUA_DEFINE_IALLREDUCE(bagua_iallreduce_q8, bagua::Wire::q8)
-BAGUA_DEFINE_IALLREDUCE(bagua_iallreduce_q4, bagua::Wire::q4)

@@ -68,7 +68,8 @@ Status create_state(const void *buf, int count, MPI_Datatype datatype, int inter
   if (state == nullptr) return fail(BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
   *state = nullptr;
   Call call;
-  BAGUA_TRY(describe_buffer(Family::lowprec, Wire::q8, "buf", buf, count, datatype, comm, &call));
+  BAGUA_TRY(describe_buffer(Family::lowprec, lowprec_wire().id, "buf", buf, count, datatype, comm,
+                            &call));
   BAGUA_TRY(validate_interval(interval));
   Communicator *c = nullptr;
   BAGUA_TRY(usable_state(comm, &c));
@@ -87,7 +88,7 @@ Status create_state(const void *buf, int count, MPI_Datatype datatype, int inter
 Status step_state(bagua_lowprec_t state, void *buf) {
   if (state == nullptr) return fail(BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
   Call call;
-  BAGUA_TRY(describe_buffer(Family::lowprec, Wire::q8, "buf", buf,
+  BAGUA_TRY(describe_buffer(Family::lowprec, lowprec_wire().id, "buf", buf,
                             static_cast<int64_t>(state->count), datatype_to_mpi(state->dtype),
                             state->comm, &call));
   Communicator *c = nullptr;

@@ -52,15 +52,16 @@ Status check_group_size(int group_size, int size) {
 // and a codec averages uniformly. Checked before the rank asks for a group,
 // so a refused call leaves no group waiting for it.
 Status apply_compression(const PartialOptions &o, Call *call) {
-  if (o.compression == PartialCompression::none) return BAGUA_SUCCESS;
-  call->wire = Wire::q8;
+  if (o.compression == Wire::exact) return BAGUA_SUCCESS;
+  call->wire = o.compression;
   const Status s = check_support(call->family, call->wire, call->dtype, call->op, call->memory);
   if (s != BAGUA_SUCCESS)
-    return fail(s, "with BAGUA_PARTIAL_COMPRESSION=q8: %s",
+    return fail(s, "with BAGUA_PARTIAL_COMPRESSION=%s: %s", wire_name(o.compression),
                 std::string(last_error_message()).c_str());
   if (o.weights != PartialWeights::uniform)
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
-                "BAGUA_PARTIAL_COMPRESSION=q8 needs BAGUA_PARTIAL_WEIGHTS=uniform");
+                "BAGUA_PARTIAL_COMPRESSION=%s needs BAGUA_PARTIAL_WEIGHTS=uniform",
+                wire_name(o.compression));
   return BAGUA_SUCCESS;
 }
 

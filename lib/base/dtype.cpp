@@ -24,16 +24,4 @@ const char *op_name(ReduceOp op) {
   return "?";
 }
 
-const char *wire_name(Wire w) {
-  switch (w) {
-    case Wire::exact: return "exact";
-    case Wire::q8: return "q8";
-    case Wire::fp16: return "fp16";
-    case Wire::bf16: return "bf16";
-    case Wire::sign: return "sign";
-    case Wire::q4: return "q4";
-  }
-  return "?";
-}
-
 }  // namespace bagua

@@ -12,10 +12,10 @@ namespace bagua {
 
 enum class ReduceOp : uint8_t { sum, max, min, avg, prod };
 
-// What crosses the wire: exact elements, or one of the codecs.
-// The values are those of bagua_algorithm (include/bagua.h).
-enum class Wire : uint8_t { exact, q8, fp16, bf16, sign, q4 };
-constexpr int kWires = 6;
+// What crosses the wire: exact elements, or one of the codecs of the wire
+// registry (wires.hpp), whose rows give every other value. The values are
+// those of bagua_algorithm (include/bagua.h).
+enum class Wire : uint8_t { exact = 0 };
 
 // Where a buffer lives.
 enum class Memory : uint8_t { host, cuda };
@@ -23,6 +23,5 @@ enum class Memory : uint8_t { host, cuda };
 // "MPI_FLOAT", "BAGUA_AVG", ...: names as callers spell the handles.
 const char *dtype_name(DType t);
 const char *op_name(ReduceOp op);
-const char *wire_name(Wire w);
 
 }  // namespace bagua

@@ -140,12 +140,16 @@ constexpr EnvVar kVars[] = {
 const char *lookup(const char *name) {
   const char *value = std::getenv(name);
   if (value != nullptr && *value != '\0') return value;
+  return env_default(name);
+}
+
+}  // namespace
+
+const char *env_default(const char *name) {
   for (const EnvVar &v : kVars)
     if (std::strcmp(v.name, name) == 0) return v.default_value;
   return "";
 }
-
-}  // namespace
 
 std::span<const EnvVar> env_vars() { return kVars; }
 

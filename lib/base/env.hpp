@@ -23,6 +23,9 @@ struct EnvVar {
 // All variables, in documentation order.
 std::span<const EnvVar> env_vars();
 
+// The default of `name` in the table ("" if it is not there).
+const char *env_default(const char *name);
+
 // The value of `name` (which must be in env_vars()), or its default.
 std::string env_string(const char *name);
 

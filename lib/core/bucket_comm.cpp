@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "../mc/cuda_stream.hpp"
 #include "run.hpp"
@@ -12,17 +13,10 @@
 namespace bagua {
 namespace {
 
-// The timeline's name of a bucket's collective.
-const char *collective_name(Wire w) {
-  switch (w) {
-    case Wire::exact: return "allreduce";
-    case Wire::q8: return "allreduce_q8";
-    case Wire::fp16: return "allreduce_fp16";
-    case Wire::bf16: return "allreduce_bf16";
-    case Wire::sign: return "allreduce_sign";
-    case Wire::q4: return "allreduce_q4";
-  }
-  return "?";
+// The timeline's name of a bucket's collective: "allreduce", or
+// "allreduce_" and the wire's name.
+std::string collective_name(Wire w) {
+  return is_codec(w) ? std::string("allreduce_") + wire_name(w) : "allreduce";
 }
 
 // Records the phases an algorithm reports on the bucket's timeline track.
@@ -443,7 +437,7 @@ Status BucketComm::execute(Bucket &b, TimelineTrack track) {
   begin = TimelineClock::now();
   const Status s =
       run_flat(ctx, call, b.schedule, comm_->options(), timeline.enabled() ? &sink : nullptr);
-  timeline.span(track, collective_name(b.choice.wire), round, begin, TimelineClock::now());
+  timeline.span(track, collective_name(b.choice.wire).c_str(), round, begin, TimelineClock::now());
   if (s != BAGUA_SUCCESS) return s;
   begin = TimelineClock::now();
   BAGUA_TRY(unpack(b));

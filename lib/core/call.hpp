@@ -12,22 +12,10 @@
 
 #include "../base/dtype.hpp"
 #include "../base/status.hpp"
+#include "../base/wires.hpp"
 #include "../mc/device_scratch.hpp"
 
 namespace bagua {
-
-// The collective families: one row group of the support matrix each.
-enum class Family : uint8_t {
-  allreduce,       // bagua_allreduce, bagua_allreduce_q8/q4/fp16/bf16/sign
-  iallreduce,      // bagua_iallreduce, bagua_iallreduce_q8/q4
-  bucket,          // the bucketed communicator's buckets
-  partial,         // bagua_partial_reduce
-  decentralized,   // bagua_decentralized_average
-  lowprec,         // bagua_lowprec_*
-  async,           // bagua_async_average_*
-  reduce_scatter,  // bagua_reduce_scatter_block
-};
-constexpr int kFamilies = 8;
 
 // Error-feedback residuals of the sign codec (bagua_sign_state_t), float32:
 // `contribution` indexed like the user's buffer, `reduced` like the chunk
@@ -55,7 +43,7 @@ struct Call {
   DType dtype;
   ReduceOp op;
   Memory memory;
-  SignFeedback *feedback;  // Wire::sign only
+  SignFeedback *feedback;  // wires with error feedback only
   MPI_Comm comm;           // the user's communicator (device calls: its CUDA stream)
   // Device calls: the communicator's device scratch, set by the core just
   // before a device codec runs (with_runnable_buffers); nullptr otherwise.

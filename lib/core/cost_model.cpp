@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <deque>
+#include <string>
 #include <utility>
 
 #include "run.hpp"
@@ -92,7 +95,9 @@ Estimate combine(const CostParams &p, double transfer, double compute, std::stri
 Options sizing_options(const CostParams &p) {
   Options o;
   o.segment_bytes = p.segment_bytes;
-  o.compressed.codec_block = static_cast<int>(p.codec_block);
+  for (const WireInfo &w : wires())
+    if (w.block.setting != nullptr && std::strcmp(w.block.setting, "BAGUA_CODEC_BLOCK") == 0)
+      o.compressed.blocks[size_t(w.id)] = uint32_t(p.codec_block);
   return o;
 }
 
@@ -217,8 +222,9 @@ Estimate peer_exchange(const CostParams &p, int peers, double message, double pa
 // buffer does: they are charged at the decode rate.
 Estimate lowprec_ring(const CostParams &p, size_t count) {
   const double bytes = 4.0 * double(count);
-  const double message = double(wire_message_bytes(Wire::q8, count, p.codec_block));
-  const CodecRate rate = p.codec[size_t(Wire::q8)];
+  const Wire wire = lowprec_wire().id;
+  const double message = double(wire_message_bytes(wire, count, p.codec_block));
+  const CodecRate rate = p.codec[size_t(wire)];
   const LinkCost &link = p.flat_link();
   const double compute = bytes / rate.encode_bytes_per_s + 3 * bytes / rate.decode_bytes_per_s +
                          2 * bytes / p.reduce_bytes_per_s;
@@ -254,25 +260,34 @@ CostParams default_cost_params() {
   return p;
 }
 
-const std::vector<AlgorithmRow> &algorithm_rows() {
-  static const std::vector<AlgorithmRow> rows = {
+namespace {
+
+// The rows: the exact schedules, each codec wire the allreduce offers flat
+// and hierarchical, the decentralized modes, the low-precision ring.
+std::vector<AlgorithmRow> make_algorithm_rows() {
+  static std::deque<std::string> names;  // the rows' names (stable addresses)
+  std::vector<AlgorithmRow> rows = {
       {"ring", Algorithm::exact_ring, Wire::exact},
       {"recursive_doubling", Algorithm::exact_recursive_doubling, Wire::exact},
-      {"q8", Algorithm::bytegrad, Wire::q8},
-      {"q4", Algorithm::bytegrad, Wire::q4},
-      {"fp16", Algorithm::bytegrad, Wire::fp16},
-      {"bf16", Algorithm::bytegrad, Wire::bf16},
-      {"sign", Algorithm::bytegrad, Wire::sign},
-      {"q8_hierarchical", Algorithm::hierarchical, Wire::q8},
-      {"q4_hierarchical", Algorithm::hierarchical, Wire::q4},
-      {"fp16_hierarchical", Algorithm::hierarchical, Wire::fp16},
-      {"bf16_hierarchical", Algorithm::hierarchical, Wire::bf16},
-      {"sign_hierarchical", Algorithm::hierarchical, Wire::sign},
-      {"decentralized_all", Algorithm::decentralized_all, Wire::exact},
-      {"decentralized_shift_one", Algorithm::decentralized_shift_one, Wire::exact},
-      {"decentralized_ring", Algorithm::decentralized_ring, Wire::exact},
-      {"lowprec_ring", Algorithm::lowprec_ring, Wire::q8},
   };
+  for (const char *suffix : {"", "_hierarchical"})
+    for (const WireInfo &w : wires()) {
+      if (!is_codec(w.id) || !offers(Family::allreduce, w.id)) continue;
+      names.push_back(std::string(w.name) + suffix);
+      rows.push_back(
+          {names.back().c_str(), *suffix ? Algorithm::hierarchical : Algorithm::bytegrad, w.id});
+    }
+  rows.push_back({"decentralized_all", Algorithm::decentralized_all, Wire::exact});
+  rows.push_back({"decentralized_shift_one", Algorithm::decentralized_shift_one, Wire::exact});
+  rows.push_back({"decentralized_ring", Algorithm::decentralized_ring, Wire::exact});
+  rows.push_back({"lowprec_ring", Algorithm::lowprec_ring, lowprec_wire().id});
+  return rows;
+}
+
+}  // namespace
+
+const std::vector<AlgorithmRow> &algorithm_rows() {
+  static const std::vector<AlgorithmRow> rows = make_algorithm_rows();
   return rows;
 }
 
@@ -291,19 +306,8 @@ bool is_averaging(Algorithm a) {
 
 namespace {
 
-// Wires from the least error to the most: exact, the casts (fp16 keeps more
-// mantissa than bf16), then min-max quantization by bits, then one bit.
-int precision_rank(Wire w) {
-  switch (w) {
-    case Wire::exact: return 0;
-    case Wire::fp16: return 1;
-    case Wire::bf16: return 2;
-    case Wire::q8: return 3;
-    case Wire::q4: return 4;
-    case Wire::sign: return 5;
-  }
-  return 6;
-}
+// Wires from the least error to the most (the registry's precision).
+int precision_rank(Wire w) { return -wire_info(w).precision; }
 
 }  // namespace
 
@@ -353,7 +357,7 @@ size_t bytes_per_rank(const CostParams &p, const AlgorithmRow &row, size_t count
                         count, p.ranks);
     case Algorithm::decentralized_shift_one: return bytes;
     case Algorithm::decentralized_ring: return 2 * bytes;
-    case Algorithm::lowprec_ring: return 2 * wire_message_bytes(Wire::q8, count, p.codec_block);
+    case Algorithm::lowprec_ring: return 2 * wire_message_bytes(row.wire, count, p.codec_block);
   }
   return 0;
 }

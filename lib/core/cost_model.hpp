@@ -13,6 +13,7 @@
 
 #include "../algo/allreduce.hpp"
 #include "../base/dtype.hpp"
+#include "../base/wires.hpp"
 #include "call.hpp"
 
 namespace bagua {
@@ -85,11 +86,11 @@ struct CostParams {
   // beyond them the nearer one's (two equal points: one overlap throughout).
   std::array<OverlapPoint, 2> overlap_at{};
   double overlap(double transfer, double compute) const;
-  double reduce_bytes_per_s = 4e9;        // float32 sum, bytes of one operand
-  std::array<CodecRate, kWires> codec{};  // by Wire; exact's entry is unused
-  size_t segment_bytes = 1 << 20;         // BAGUA_SEGMENT_BYTES
-  size_t codec_block = 2048;              // BAGUA_CODEC_BLOCK
-  size_t ring_threshold_bytes = 0;        // BAGUA_RING_THRESHOLD, for decentralized `all`
+  double reduce_bytes_per_s = 4e9;           // float32 sum, bytes of one operand
+  std::array<CodecRate, kMaxWires> codec{};  // by Wire; exact's entry is unused
+  size_t segment_bytes = 1 << 20;            // BAGUA_SEGMENT_BYTES
+  size_t codec_block = 2048;                 // BAGUA_CODEC_BLOCK (the wires whose block it sets)
+  size_t ring_threshold_bytes = 0;           // BAGUA_RING_THRESHOLD, for decentralized `all`
 
   int nodes() const { return (ranks + ranks_per_node - 1) / ranks_per_node; }
   // The link a flat algorithm's slowest step crosses.

@@ -1,5 +1,8 @@
 #include "options.hpp"
 
+#include <cstdlib>
+#include <vector>
+
 #include "../base/env.hpp"
 
 namespace bagua {
@@ -9,6 +12,21 @@ Status int_option(const char *name, int64_t lo, int64_t hi, int *out) {
   int64_t value = 0;
   BAGUA_TRY(env_int(name, lo, hi, &value));
   *out = static_cast<int>(value);
+  return BAGUA_SUCCESS;
+}
+
+// BAGUA_PARTIAL_COMPRESSION: none, or a wire the partial family offers.
+Status load_partial_compression(Wire *out) {
+  std::vector<const char *> choices = {"none"};
+  std::vector<Wire> choice_wires = {Wire::exact};
+  for (const WireInfo &w : wires())
+    if (is_codec(w.id) && offers(Family::partial, w.id)) {
+      choices.push_back(w.name);
+      choice_wires.push_back(w.id);
+    }
+  int choice = 0;
+  BAGUA_TRY(env_choice("BAGUA_PARTIAL_COMPRESSION", choices, &choice));
+  *out = choice_wires[size_t(choice)];
   return BAGUA_SUCCESS;
 }
 
@@ -31,10 +49,7 @@ Status load_partial(PartialOptions *p) {
   int choice = 0;
   BAGUA_TRY(env_choice("BAGUA_PARTIAL_WEIGHTS", kWeights, &choice));
   p->weights = static_cast<PartialWeights>(choice);
-  static constexpr const char *kCompressions[] = {"none", "q8"};
-  BAGUA_TRY(env_choice("BAGUA_PARTIAL_COMPRESSION", kCompressions, &choice));
-  p->compression = static_cast<PartialCompression>(choice);
-  return BAGUA_SUCCESS;
+  return load_partial_compression(&p->compression);
 }
 
 // A codec block size: a power of two in 64 .. 2^20.
@@ -50,8 +65,13 @@ Status load_compressed(CompressedOptions *c) {
   BAGUA_TRY(int_option("BAGUA_HIERARCHICAL", 0, 1, &hierarchical));
   c->hierarchical = hierarchical != 0;
   BAGUA_TRY(int_option("BAGUA_NODE_SIZE", 0, 1 << 24, &c->node_size));
-  BAGUA_TRY(block_option("BAGUA_CODEC_BLOCK", &c->codec_block));
-  return block_option("BAGUA_Q4_BLOCK", &c->q4_block);
+  for (const WireInfo &w : wires()) {
+    if (w.block.setting == nullptr) continue;
+    int block = 0;
+    BAGUA_TRY(block_option(w.block.setting, &block));
+    c->blocks[size_t(w.id)] = uint32_t(block);
+  }
+  return BAGUA_SUCCESS;
 }
 
 // BAGUA_MPI_PIECE_BYTES: auto, 0, or 1024 .. 1 GiB.
@@ -69,6 +89,18 @@ Status load_piece_bytes(int64_t *out) {
 }
 
 }  // namespace
+
+CompressedOptions::CompressedOptions() {
+  for (const WireInfo &w : wires())
+    blocks[size_t(w.id)] = w.block.setting == nullptr
+                               ? w.block.fixed
+                               : uint32_t(std::strtoul(env_default(w.block.setting), nullptr, 10));
+}
+
+void CompressedOptions::set_setting_blocks(uint32_t elems) {
+  for (const WireInfo &w : wires())
+    if (w.block.setting != nullptr) blocks[size_t(w.id)] = elems;
+}
 
 Status options_load(Options *out) {
   Options o;

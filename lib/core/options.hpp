@@ -2,10 +2,12 @@
 // communicator's state is created.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
 #include "../base/status.hpp"
+#include "../base/wires.hpp"
 #include "cost_model.hpp"
 
 namespace bagua {
@@ -15,7 +17,6 @@ enum class AllreduceAlgo { automatic, ring, recursive_doubling };
 
 // Partial reduce (bagua_partial_reduce); see doc/partial.md.
 enum class PartialWeights { uniform, staleness };
-enum class PartialCompression { none, q8 };
 struct PartialOptions {
   int group_size = 0;  // 0: half the ranks, rounded up
   int min_group_size = 2;
@@ -24,16 +25,23 @@ struct PartialOptions {
   int64_t deadline_max_ms = 1000;
   int tau = 16;
   PartialWeights weights = PartialWeights::uniform;
-  PartialCompression compression = PartialCompression::none;
+  // BAGUA_PARTIAL_COMPRESSION: the wire of the group averages (exact: none).
+  Wire compression = Wire::exact;
   int controller_rank = 0;
 };
 
-// Compressed allreduce (bagua_allreduce_q8/q4/fp16/sign); see doc/compressed.md.
+// Compressed allreduce (bagua_allreduce_alg and its named wrappers); see
+// doc/compressed.md.
 struct CompressedOptions {
+  CompressedOptions();  // every wire's block at its setting's default
   bool hierarchical = false;
   int node_size = 0;  // 0: ranks sharing memory form a node
-  int codec_block = 2048;
-  int q4_block = 256;
+  // Elements per block of each wire (its BlockRule: the setting's value, or
+  // the size its format fixes).
+  std::array<uint32_t, kMaxWires> blocks{};
+  uint32_t block(Wire w) const { return blocks[size_t(w)]; }
+  // Tests: every wire whose block is a setting gets `elems`.
+  void set_setting_blocks(uint32_t elems);
 };
 
 struct Options {

@@ -16,31 +16,13 @@
 namespace bagua {
 namespace {
 
-// The two prescales of the cast codecs (contribution, reduced chunk).
-struct Prescale {
-  float contribution = 1, reduced = 1;
-};
-
-// fp16: scaling by 1/n keeps a sum of n float16 values within float16's
-// range; an average already is. bf16 has float32's range: no prescale.
-Prescale prescale_of(const Call &call, int ranks) {
-  if (call.wire != Wire::fp16) return {};
+// The prescales of a wire that asks for them (fp16: scaling by 1/n keeps a
+// sum of n float16 values within float16's range; an average already is).
+void set_prescale(const Call &call, int ranks, CodecSetup *setup) {
+  if (!wire_info(call.wire).prescale_by_ranks) return;
   const float inv = 1.0f / float(ranks);
-  return {inv, call.op == ReduceOp::avg ? 1.0f : inv};
-}
-
-std::unique_ptr<ChunkCodec> host_codec(const Call &call, uint32_t block, Prescale p) {
-  switch (call.wire) {
-    case Wire::q8: return make_q8_codec(block);
-    case Wire::q4: return make_q4_codec(block);
-    case Wire::fp16: return make_cast_codec(codec::CastFormat::fp16, p.contribution, p.reduced);
-    case Wire::bf16: return make_cast_codec(codec::CastFormat::bf16, p.contribution, p.reduced);
-    case Wire::sign:
-      return make_sign_codec(block, call.feedback->contribution.data(),
-                             call.feedback->reduced.data());
-    case Wire::exact: break;
-  }
-  return nullptr;
+  setup->prescale[0] = inv;
+  setup->prescale[1] = call.op == ReduceOp::avg ? 1.0f : inv;
 }
 
 int divisor_of(const Call &call, int ranks) { return call.op == ReduceOp::avg ? ranks : 1; }
@@ -142,7 +124,8 @@ Status unstage(Communicator &c, const Call &call, const Call &host) {
 Status prepare_device_call(Communicator &c, Call *call) {
   BAGUA_TRY(c.device_scratch(&call->scratch));
   SignFeedback *f = call->feedback;
-  if (call->wire != Wire::sign || f->device_contribution.get() != nullptr) return BAGUA_SUCCESS;
+  if (!wire_info(call->wire).error_feedback || f->device_contribution.get() != nullptr)
+    return BAGUA_SUCCESS;
   Device &device = call->scratch->device();
   BAGUA_TRY(f->device_contribution.make(device, f->contribution.data(), f->count));
   return f->device_reduced.make(device, f->reduced.data(), f->count);
@@ -204,7 +187,7 @@ Status agree_on_fingerprint(AlgoContext &ctx, uint32_t mine, bool *same) {
 }
 
 bool keeps_state(const Call &call) {
-  return call.wire == Wire::sign || call.family == Family::lowprec;
+  return wire_info(call.wire).error_feedback || call.family == Family::lowprec;
 }
 
 Status agree_on_call(AlgoContext &ctx, const Call &call, Schedule schedule,
@@ -268,19 +251,20 @@ void AlignedStaging::copy_back(const Call &call) const {
 }
 
 std::unique_ptr<ChunkCodec> make_call_codec(const Call &call, int ranks, const Options &options) {
-  // q4 has its own block size (BAGUA_Q4_BLOCK); q8 and sign share BAGUA_CODEC_BLOCK.
-  const auto block = static_cast<uint32_t>(call.wire == Wire::q4 ? options.compressed.q4_block
-                                                                 : options.compressed.codec_block);
-  const Prescale p = prescale_of(call, ranks);
-  if (call.memory != Memory::cuda) return host_codec(call, block, p);
-  if (call.scratch == nullptr) return nullptr;
-  DeviceCodecParams params{call.wire, block, {p.contribution, p.reduced}, {nullptr, nullptr}};
-  if (call.wire == Wire::sign) {
-    params.residual[0] = call.feedback->device_contribution.get();
-    params.residual[1] = call.feedback->device_reduced.get();
-    if (params.residual[0] == nullptr) return nullptr;  // prepare_device_call makes them
+  const WireInfo &wire = wire_info(call.wire);
+  CodecSetup setup;
+  setup.block = options.compressed.block(call.wire);
+  set_prescale(call, ranks, &setup);
+  const bool device = call.memory == Memory::cuda;
+  if (wire.error_feedback) {
+    SignFeedback &f = *call.feedback;
+    setup.residual[0] = device ? f.device_contribution.get() : f.contribution.data();
+    setup.residual[1] = device ? f.device_reduced.get() : f.reduced.data();
+    if (device && setup.residual[0] == nullptr) return nullptr;  // prepare_device_call makes them
   }
-  return make_device_codec(params, *call.scratch, cuda_stream_of(call.comm));
+  if (!device) return make_host_codec(wire, setup);
+  if (call.scratch == nullptr) return nullptr;
+  return make_device_codec(wire, setup, *call.scratch, cuda_stream_of(call.comm));
 }
 
 Status run_flat(AlgoContext &ctx, const Call &call, Schedule schedule, const Options &options,
@@ -330,8 +314,9 @@ Status run_peer_average(Communicator &c, const Call &call, PeerMode mode, int ro
   });
 }
 
-uint32_t codec_block(const Communicator &c) {
-  return static_cast<uint32_t>(c.options().compressed.codec_block);
+LowprecCodec lowprec_codec(const Communicator &c) {
+  const WireInfo &wire = lowprec_wire();
+  return {*wire.host, {c.options().compressed.block(wire.id), 1, nullptr}};
 }
 
 Status run_lowprec_init(Communicator &c, const Call &call, LowprecReplicas *replicas) {
@@ -339,7 +324,7 @@ Status run_lowprec_init(Communicator &c, const Call &call, LowprecReplicas *repl
     AlgoContext ctx = c.next_call();
     BAGUA_TRY(c.record(agree_on_call(ctx, ready, Schedule::ring, c.options())));
     return c.record(
-        lowprec_init(ctx, ready.src, ready.count, ready.dtype, codec_block(c), replicas));
+        lowprec_init(ctx, ready.src, ready.count, ready.dtype, lowprec_codec(c), replicas));
   });
 }
 
@@ -348,7 +333,7 @@ Status run_lowprec_step(Communicator &c, const Call &call, LowprecReplicas *repl
     AlgoContext ctx = c.next_call();
     BAGUA_TRY(c.record(agree_on_call(ctx, ready, Schedule::ring, c.options())));
     return c.record(
-        lowprec_step(ctx, ready.dst, ready.count, ready.dtype, codec_block(c), replicas));
+        lowprec_step(ctx, ready.dst, ready.count, ready.dtype, lowprec_codec(c), replicas));
   });
 }
 

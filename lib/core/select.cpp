@@ -37,7 +37,9 @@ void add_compressed_rules(const SelectionSettings &s, Family family, std::vector
   // Hierarchical mode replaces the flat schedule of the blocking calls
   // (host memory only); the other families always run flat.
   const bool hierarchical = s.hierarchical && family == Family::allreduce;
-  for (Wire w : {Wire::q8, Wire::q4, Wire::fp16, Wire::bf16, Wire::sign}) {
+  for (const WireInfo &info : wires()) {
+    if (!is_codec(info.id)) continue;
+    const Wire w = info.id;
     // Device codecs serve the blocking allreduce; the core stages the
     // other families' device buffers.
     const uint8_t memory = family == Family::allreduce ? kAnyMemory : kHost;

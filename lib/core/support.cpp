@@ -1,6 +1,7 @@
 #include "support.hpp"
 
 #include <string>
+#include <vector>
 
 namespace bagua {
 namespace {
@@ -20,39 +21,50 @@ constexpr uint8_t kSumOps = bit(ReduceOp::sum) | bit(ReduceOp::avg);
 constexpr uint8_t kAverage = bit(ReduceOp::avg);
 constexpr uint8_t kAnyMemory = bit(Memory::host) | bit(Memory::cuda);
 
-using F = Family;
-using W = Wire;
-// Device buffers: every family. The compressed allreduce runs on the
-// device; the core stages the other blocking calls through page-locked host
-// memory (select.hpp, runs_on_device), buckets pack device tensors into
-// host storage, nonblocking calls stage through a pool of page-locked
-// slots, and asynchronous averaging through a page-locked copy of its
-// buffer on its thread's stream.
-constexpr SupportRow kMatrix[] = {
-    {F::allreduce, W::exact, kAllTypes, kAllOps, kAnyMemory},
-    {F::allreduce, W::q8, kCodecTypes, kSumOps, kAnyMemory},
-    {F::allreduce, W::q4, kCodecTypes, kSumOps, kAnyMemory},
-    {F::allreduce, W::fp16, kCodecTypes, kSumOps, kAnyMemory},
-    {F::allreduce, W::bf16, kCodecTypes, kSumOps, kAnyMemory},
-    {F::allreduce, W::sign, kCodecTypes, kSumOps, kAnyMemory},
-    {F::iallreduce, W::exact, kAllTypes, kAllOps, kAnyMemory},
-    {F::iallreduce, W::q8, kCodecTypes, kSumOps, kAnyMemory},
-    {F::iallreduce, W::q4, kCodecTypes, kSumOps, kAnyMemory},
-    {F::bucket, W::exact, kAllTypes, kAllOps, kAnyMemory},
-    {F::bucket, W::q8, kCodecTypes, kSumOps, kAnyMemory},
-    {F::bucket, W::q4, kCodecTypes, kSumOps, kAnyMemory},
-    {F::bucket, W::fp16, kCodecTypes, kSumOps, kAnyMemory},
-    {F::bucket, W::bf16, kCodecTypes, kSumOps, kAnyMemory},
-    {F::partial, W::exact, kAllTypes, kAverage, kAnyMemory},
-    {F::partial, W::q8, kCodecTypes, kAverage, kAnyMemory},
-    {F::decentralized, W::exact, kAllTypes, kAverage, kAnyMemory},
-    {F::lowprec, W::q8, kCodecTypes, kAverage, kAnyMemory},
-    {F::async, W::exact, kAllTypes, kAverage, kAnyMemory},
-    {F::reduce_scatter, W::exact, kAllTypes, kAllOps | bit(ReduceOp::prod), bit(Memory::host)},
-};
+// The ops a family's rows take: averages for the averaging families, sums
+// for the codecs (a compressed sum is a sum of decoded values: max and min
+// have no codec), every op of the exact reductions.
+uint8_t ops_of(Family family, Wire wire) {
+  switch (family) {
+    case Family::partial:
+    case Family::decentralized:
+    case Family::lowprec:
+    case Family::async: return kAverage;
+    case Family::reduce_scatter: return kAllOps | bit(ReduceOp::prod);
+    default: return is_codec(wire) ? kSumOps : kAllOps;
+  }
+}
+
+// Device buffers: every family but reduce_scatter_block. The compressed
+// allreduce runs on the device; the core stages the other blocking calls
+// through page-locked host memory (select.hpp, runs_on_device), buckets
+// pack device tensors into host storage, nonblocking calls stage through a
+// pool of page-locked slots, and asynchronous averaging through a
+// page-locked copy of its buffer on its thread's stream.
+uint8_t memory_of(Family family) {
+  return family == Family::reduce_scatter ? bit(Memory::host) : kAnyMemory;
+}
+
+// One row per family and wire the registry pairs, families in order.
+std::vector<SupportRow> make_matrix() {
+  std::vector<SupportRow> rows;
+  for (int f = 0; f < kFamilies; ++f)
+    for (const WireInfo &w : wires()) {
+      const Family family = Family(f);
+      if (!offers(family, w.id)) continue;
+      rows.push_back({family, w.id, is_codec(w.id) ? kCodecTypes : kAllTypes, ops_of(family, w.id),
+                      memory_of(family)});
+    }
+  return rows;
+}
+
+const std::vector<SupportRow> &matrix() {
+  static const std::vector<SupportRow> rows = make_matrix();
+  return rows;
+}
 
 const SupportRow *find_row(Family family, Wire wire) {
-  for (const SupportRow &row : kMatrix)
+  for (const SupportRow &row : matrix())
     if (row.family == family && row.wire == wire) return &row;
   return nullptr;
 }
@@ -74,21 +86,7 @@ std::string list_of(uint8_t bits, int count, Name name) {
 
 }  // namespace
 
-std::span<const SupportRow> support_matrix() { return kMatrix; }
-
-const char *family_name(Family f) {
-  switch (f) {
-    case Family::allreduce: return "allreduce";
-    case Family::iallreduce: return "iallreduce";
-    case Family::bucket: return "bucket";
-    case Family::partial: return "partial";
-    case Family::decentralized: return "decentralized";
-    case Family::lowprec: return "lowprec";
-    case Family::async: return "async";
-    case Family::reduce_scatter: return "reduce_scatter_block";
-  }
-  return "?";
-}
+std::span<const SupportRow> support_matrix() { return matrix(); }
 
 std::string dtype_list(uint8_t dtypes) {
   return list_of(dtypes, 4, [](int i) { return dtype_name(DType(i)); });

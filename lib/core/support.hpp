@@ -26,7 +26,6 @@ Status check_support(Family family, Wire wire, DType t, ReduceOp op, Memory memo
 // Only the op (a family and wire without a row pass).
 Status check_op(Family family, Wire wire, ReduceOp op);
 
-const char *family_name(Family f);
 // "MPI_FLOAT, BAGUA_FLOAT16 or BAGUA_BFLOAT16" for a dtype bit set.
 std::string dtype_list(uint8_t dtypes);
 std::string op_list(uint8_t ops);

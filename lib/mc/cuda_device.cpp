@@ -29,8 +29,9 @@ void *allocated(cudaError_t e, void *p) {
   return nullptr;
 }
 
-codec::CastFormat cast_format(Wire w) {
-  return w == Wire::bf16 ? codec::CastFormat::bf16 : codec::CastFormat::fp16;
+// The device kernels of a wire of the registry, nullptr for exact.
+const gpu::DeviceCodecKernels *kernels_of(Wire w) {
+  return is_codec(w) ? gpu::find_device_kernels(wire_name(w)) : nullptr;
 }
 
 class CudaDevice final : public Device {
@@ -94,49 +95,23 @@ class CudaDevice final : public Device {
 
   CodecStatus encode(const DeviceCodecSpec &spec, const void *src, DType t, size_t count, void *out,
                      void *stream) override {
-    switch (spec.wire) {
-      case Wire::q8: return gpu::q8_encode(src, t, count, spec.block, out, as_stream(stream));
-      case Wire::q4: return gpu::q4_encode(src, t, count, spec.block, out, as_stream(stream));
-      case Wire::fp16:
-      case Wire::bf16:
-        return gpu::cast_encode(src, t, count, cast_format(spec.wire), spec.prescale, out,
-                                as_stream(stream));
-      case Wire::sign:
-        if (t != DType::f32) break;
-        return gpu::sign_encode_with_feedback(static_cast<const float *>(src), spec.residual, count,
-                                              spec.block, out, as_stream(stream));
-      case Wire::exact: break;
-    }
-    return CodecStatus::bad_argument;
+    const gpu::DeviceCodecKernels *k = kernels_of(spec.wire);
+    if (k == nullptr) return CodecStatus::bad_argument;
+    return k->encode(spec.params, src, t, count, out, as_stream(stream));
   }
 
   CodecStatus decode(const DeviceCodecSpec &spec, const void *in, size_t bytes, size_t count,
                      void *dst, DType t, uint32_t *status, void *stream) override {
-    const cudaStream_t s = as_stream(stream);
-    switch (spec.wire) {
-      case Wire::q8: return gpu::q8_decode(in, bytes, count, spec.block, dst, t, status, s);
-      case Wire::q4: return gpu::q4_decode(in, bytes, count, spec.block, dst, t, status, s);
-      case Wire::fp16:
-      case Wire::bf16: return gpu::cast_decode(in, bytes, count, dst, t, status, s);
-      case Wire::sign: return gpu::sign_decode(in, bytes, count, spec.block, dst, t, status, s);
-      case Wire::exact: break;
-    }
-    return CodecStatus::bad_argument;
+    const gpu::DeviceCodecKernels *k = kernels_of(spec.wire);
+    if (k == nullptr) return CodecStatus::bad_argument;
+    return k->decode(spec.params, in, bytes, count, dst, t, status, as_stream(stream));
   }
 
   CodecStatus decode_accumulate(const DeviceCodecSpec &spec, const void *in, size_t bytes,
                                 size_t count, float *acc, uint32_t *status, void *stream) override {
-    const cudaStream_t s = as_stream(stream);
-    switch (spec.wire) {
-      case Wire::q8: return gpu::q8_decode_accumulate(in, bytes, count, spec.block, acc, status, s);
-      case Wire::q4: return gpu::q4_decode_accumulate(in, bytes, count, spec.block, acc, status, s);
-      case Wire::fp16:
-      case Wire::bf16: return gpu::cast_decode_accumulate(in, bytes, count, acc, status, s);
-      case Wire::sign:
-        return gpu::sign_decode_accumulate(in, bytes, count, spec.block, acc, status, s);
-      case Wire::exact: break;
-    }
-    return CodecStatus::bad_argument;
+    const gpu::DeviceCodecKernels *k = kernels_of(spec.wire);
+    if (k == nullptr) return CodecStatus::bad_argument;
+    return k->decode_accumulate(spec.params, in, bytes, count, acc, status, as_stream(stream));
   }
 
   CodecStatus load_as_float(const void *src, DType t, size_t count, float *out,

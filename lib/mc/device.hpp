@@ -17,19 +17,17 @@
 
 #include "../base/dtype.hpp"
 #include "../base/status.hpp"
+#include "../base/wires.hpp"
 #include "codec.h"
 
 namespace bagua {
 
-// The codec a kernel runs: q8 or q4 (min-max blocks of `block` elements),
-// fp16 / bf16 (cast, the input multiplied by `prescale` before encoding), or
-// sign (blocks of `block`; its encoder reads float32 and updates the
-// error-feedback `residual`, device memory indexed like its input).
+// The codec a kernel runs: a wire of the registry and its kernel
+// parameters (block, prescale, error-feedback residual in device memory,
+// indexed like the kernel's input).
 struct DeviceCodecSpec {
   Wire wire;
-  uint32_t block = 0;
-  float prescale = 1;
-  float *residual = nullptr;
+  codec::CodecParams params;
 };
 
 // Encoded size of `count` elements, as kernels/codec.h counts it.

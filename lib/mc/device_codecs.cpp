@@ -15,9 +15,10 @@ CodecStatus as_codec_status(Status s) {
 
 class DeviceCodec final : public ChunkCodec {
  public:
-  DeviceCodec(const DeviceCodecParams &params, DeviceScratch &scratch, void *stream)
-      : params_(params),
-        spec_{params.wire, params.block},
+  DeviceCodec(const WireInfo &wire, const CodecSetup &setup, DeviceScratch &scratch, void *stream)
+      : wire_(wire),
+        setup_(setup),
+        spec_{wire.id, {setup.block, 1, nullptr}},
         scratch_(scratch),
         device_(scratch.device()),
         stream_(stream) {}
@@ -25,7 +26,7 @@ class DeviceCodec final : public ChunkCodec {
   size_t encoded_bytes(size_t count) const override {
     return device_codec_encoded_bytes(spec_, count);
   }
-  size_t block_elems() const override { return is_cast(spec_.wire) ? 1 : spec_.block; }
+  size_t block_elems() const override { return setup_.block; }
 
   // Only the encoded bytes cross to the host; the transport needs them now.
   // They have their own place (ScratchUse::encoded), apart from the queue:
@@ -120,27 +121,25 @@ class DeviceCodec final : public ChunkCodec {
     size_t bytes;
   };
 
-  static bool is_cast(Wire w) { return w == Wire::fp16 || w == Wire::bf16; }
-
-  // The kernel of one encode. Sign reads float32 (half inputs are converted
-  // into device scratch first, as the host codec does) and updates the
-  // stage's residual from `position` on.
+  // The kernel of one encode, with the stage's prescale and residual (from
+  // `position` on). Encoders that read float32 only get half inputs
+  // converted into device scratch first, as the host codec does.
   CodecStatus encode_on_device(Stage stage, size_t position, const void *src, DType t, size_t count,
                                void *out) {
     const int i = static_cast<int>(stage);
     DeviceCodecSpec spec = spec_;
-    spec.prescale = params_.prescale[i];
-    if (spec_.wire != Wire::sign) return device_.encode(spec, src, t, count, out, stream_);
-    spec.residual = params_.residual[i] + position;
-    if (t != DType::f32) {
+    spec.params.prescale = setup_.prescale[i];
+    if (setup_.residual[i] != nullptr) spec.params.residual = setup_.residual[i] + position;
+    if (wire_.encodes_float32 && t != DType::f32) {
       auto *g =
           static_cast<float *>(scratch_.on_device(ScratchUse::converted, count * sizeof(float)));
       if (g == nullptr) return CodecStatus::device_error;
       const CodecStatus st = device_.load_as_float(src, t, count, g, stream_);
       if (st != CodecStatus::ok) return st;
       src = g;
+      t = DType::f32;
     }
-    return device_.encode(spec, src, DType::f32, count, out, stream_);
+    return device_.encode(spec, src, t, count, out, stream_);
   }
 
   // Encodes into `dev` and enqueues the copy of its encoded bytes to the
@@ -171,7 +170,8 @@ class DeviceCodec final : public ChunkCodec {
     return finish_decodes();
   }
 
-  DeviceCodecParams params_;
+  const WireInfo &wire_;
+  CodecSetup setup_;
   DeviceCodecSpec spec_;  // wire and block; the rest is set per encode
   DeviceScratch &scratch_;
   Device &device_;
@@ -187,21 +187,14 @@ class DeviceCodec final : public ChunkCodec {
 }  // namespace
 
 size_t device_codec_encoded_bytes(const DeviceCodecSpec &spec, size_t count) {
-  switch (spec.wire) {
-    case Wire::q8: return codec::q8_encoded_bytes(count, spec.block);
-    case Wire::q4: return codec::q4_encoded_bytes(count, spec.block);
-    case Wire::fp16:
-    case Wire::bf16: return codec::cast_encoded_bytes(count);
-    case Wire::sign: return codec::sign_encoded_bytes(count, spec.block);
-    case Wire::exact: break;
-  }
-  return 0;
+  const codec::HostCodecKernels *host = wire_info(spec.wire).host;
+  return host == nullptr ? 0 : host->encoded_bytes(count, spec.params.block);
 }
 
-std::unique_ptr<ChunkCodec> make_device_codec(const DeviceCodecParams &params,
+std::unique_ptr<ChunkCodec> make_device_codec(const WireInfo &wire, const CodecSetup &setup,
                                               DeviceScratch &scratch, void *stream) {
-  if (params.wire == Wire::exact) return nullptr;
-  return std::make_unique<DeviceCodec>(params, scratch, stream);
+  if (!is_codec(wire.id)) return nullptr;
+  return std::make_unique<DeviceCodec>(wire, setup, scratch, stream);
 }
 
 }  // namespace bagua

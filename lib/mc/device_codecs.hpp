@@ -1,5 +1,5 @@
-// The device adapters of the compressed allreduce: the ChunkCodec of q8, q4,
-// fp16 / bf16 cast and sign for device buffers, on any Device. Element buffers
+// The device adapter of the compressed allreduce: the ChunkCodec of every
+// wire of the registry for device buffers, on any Device. Element buffers
 // and the reduce accumulator are device memory; encoded segments are the
 // schedule's host slots. Encode runs the device kernel into device scratch
 // and copies only the encoded bytes to the host (through page-locked
@@ -15,18 +15,9 @@
 
 namespace bagua {
 
-// What a device codec needs; the indices of prescale and residual are
-// ChunkCodec::Stage's (contribution, reduced chunk).
-struct DeviceCodecParams {
-  Wire wire;
-  uint32_t block = 0;                       // q8, q4, sign
-  float prescale[2] = {1, 1};               // fp16 / bf16, as make_cast_codec's
-  float *residual[2] = {nullptr, nullptr};  // sign: device residuals, as make_sign_codec's
-};
-
-// The device codec of params.wire (q8, q4, fp16, bf16, sign) on scratch's
-// device, its work enqueued on `stream`; nullptr for exact.
-std::unique_ptr<ChunkCodec> make_device_codec(const DeviceCodecParams &params,
+// The device codec of `wire` on scratch's device, its work enqueued on
+// `stream`; nullptr for exact. setup's residuals are device memory.
+std::unique_ptr<ChunkCodec> make_device_codec(const WireInfo &wire, const CodecSetup &setup,
                                               DeviceScratch &scratch, void *stream);
 
 }  // namespace bagua

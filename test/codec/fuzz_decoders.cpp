@@ -72,13 +72,10 @@ void decode_all(int which, Isa isa, const std::vector<uint8_t> &in, size_t count
   }
 }
 
+// The library's host adapter of each `which`, from the wire registry.
 std::unique_ptr<bagua::ChunkCodec> make_adapter(int which, uint32_t block) {
-  switch (which) {
-    case 0: return bagua::make_q8_codec(block);
-    case 1: return bagua::make_cast_codec(codec::CastFormat::fp16, 1.0f, 1.0f);
-    case 2: return bagua::make_sign_codec(block, nullptr, nullptr);
-    default: return bagua::make_q4_codec(block);
-  }
+  static const char *const kWires[] = {"q8", "fp16", "sign", "q4"};
+  return bagua::make_host_codec(*bagua::wire_named(kWires[which]), {block});
 }
 
 // The adapter's decoders, as the compressed allreduce calls them on a

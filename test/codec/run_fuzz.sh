@@ -21,7 +21,7 @@ ${CXX:-clang++} -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined \
   -fno-sanitize-recover=undefined -DBAGUA_VERSION_STRING=\"fuzz\" \
   -I"$root" -I"$root/kernels" -I"$root/include" $mpi_cflags \
   "$root"/kernels/cpu/*.cpp "$root/lib/algo/compressed_codecs.cpp" \
-  "$root/lib/base/status.cpp" "$root/lib/base/send_memory.cpp" \
+  "$root/lib/base/status.cpp" "$root/lib/base/send_memory.cpp" "$root/lib/base/wires.cpp" \
   "$root/test/codec/fuzz_decoders.cpp" -o "$dir/fuzz_decoders"
 cd "$dir"
 ./fuzz_decoders -max_total_time="$seconds" -max_len=8192 -use_value_profile=1 \

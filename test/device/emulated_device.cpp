@@ -25,8 +25,9 @@ constexpr size_t kAlignment = 256;  // as cudaMalloc
 
 size_t rounded(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
-codec::CastFormat cast_format(bagua::Wire w) {
-  return w == bagua::Wire::bf16 ? codec::CastFormat::bf16 : codec::CastFormat::fp16;
+// The host kernels stand in for the device's (the same bytes by contract).
+const codec::HostCodecKernels *kernels_of(bagua::Wire w) {
+  return bagua::is_codec(w) ? bagua::wire_info(w).host : nullptr;
 }
 
 // A decoder's verdict: argument errors become the stream's error (the CUDA
@@ -257,65 +258,39 @@ void EmulatedDevice::launch(void *stream, std::function<CodecStatus()> kernel) {
 
 CodecStatus EmulatedDevice::encode(const bagua::DeviceCodecSpec &spec, const void *src,
                                    bagua::DType t, size_t count, void *out, void *stream) {
+  const codec::HostCodecKernels *k = kernels_of(spec.wire);
+  if (k == nullptr) return CodecStatus::bad_argument;
   const void *in = host_view(src);
   void *o = host_view(out);
-  float *residual = host_view(spec.residual);
-  launch(stream, [=]() {
-    switch (spec.wire) {
-      case bagua::Wire::sign:
-        if (t != bagua::DType::f32) return CodecStatus::bad_argument;
-        return codec::sign_encode_with_feedback(static_cast<const float *>(in), residual, count,
-                                                spec.block, o);
-      case bagua::Wire::q8: return codec::q8_encode(in, t, count, spec.block, o);
-      case bagua::Wire::q4: return codec::q4_encode(in, t, count, spec.block, o);
-      case bagua::Wire::fp16:
-      case bagua::Wire::bf16:
-        return codec::cast_encode(in, t, count, cast_format(spec.wire), spec.prescale, o);
-      default: return CodecStatus::bad_argument;
-    }
-  });
+  codec::CodecParams params = spec.params;
+  params.residual = host_view(params.residual);
+  launch(stream, [=]() { return k->encode(params, in, t, count, o); });
   return CodecStatus::ok;
 }
 
 CodecStatus EmulatedDevice::decode(const bagua::DeviceCodecSpec &spec, const void *in, size_t bytes,
                                    size_t count, void *dst, bagua::DType t, uint32_t *status,
                                    void *stream) {
+  const codec::HostCodecKernels *k = kernels_of(spec.wire);
+  if (k == nullptr) return CodecStatus::bad_argument;
   const void *i = host_view(in);
   void *d = host_view(dst);
   uint32_t *s = host_view(status);
-  launch(stream, [=]() {
-    switch (spec.wire) {
-      case bagua::Wire::q8: return verdict(codec::q8_decode(i, bytes, count, spec.block, d, t), s);
-      case bagua::Wire::q4: return verdict(codec::q4_decode(i, bytes, count, spec.block, d, t), s);
-      case bagua::Wire::fp16:
-      case bagua::Wire::bf16: return verdict(codec::cast_decode(i, bytes, count, d, t), s);
-      case bagua::Wire::sign:
-        return verdict(codec::sign_decode(i, bytes, count, spec.block, d, t), s);
-      default: return CodecStatus::bad_argument;
-    }
-  });
+  const codec::CodecParams params = spec.params;
+  launch(stream, [=]() { return verdict(k->decode(params, i, bytes, count, d, t), s); });
   return CodecStatus::ok;
 }
 
 CodecStatus EmulatedDevice::decode_accumulate(const bagua::DeviceCodecSpec &spec, const void *in,
                                               size_t bytes, size_t count, float *acc,
                                               uint32_t *status, void *stream) {
+  const codec::HostCodecKernels *k = kernels_of(spec.wire);
+  if (k == nullptr) return CodecStatus::bad_argument;
   const void *i = host_view(in);
   float *a = host_view(acc);
   uint32_t *s = host_view(status);
-  launch(stream, [=]() {
-    switch (spec.wire) {
-      case bagua::Wire::q8:
-        return verdict(codec::q8_decode_accumulate(i, bytes, count, spec.block, a), s);
-      case bagua::Wire::q4:
-        return verdict(codec::q4_decode_accumulate(i, bytes, count, spec.block, a), s);
-      case bagua::Wire::fp16:
-      case bagua::Wire::bf16: return verdict(codec::cast_decode_accumulate(i, bytes, count, a), s);
-      case bagua::Wire::sign:
-        return verdict(codec::sign_decode_accumulate(i, bytes, count, spec.block, a), s);
-      default: return CodecStatus::bad_argument;
-    }
-  });
+  const codec::CodecParams params = spec.params;
+  launch(stream, [=]() { return verdict(k->decode_accumulate(params, i, bytes, count, a), s); });
   return CodecStatus::ok;
 }
 

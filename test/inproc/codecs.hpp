@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "../wire_ids.hpp"
 #include "algo/compressed.hpp"
 #include "core/run.hpp"
 
@@ -27,15 +28,14 @@ constexpr uint32_t kBlock = 64;
 // (core/run.hpp: the same adapter, prescales and block size selection).
 inline std::unique_ptr<bagua::ChunkCodec> make_codec(Codec codec, int n, bool average,
                                                      SignResiduals &sr) {
-  const bagua::Wire wires[] = {bagua::Wire::q8, bagua::Wire::fp16, bagua::Wire::bf16,
-                               bagua::Wire::sign, bagua::Wire::q4};
+  const bagua::Wire wires[] = {bagua::wire::q8, bagua::wire::fp16, bagua::wire::bf16,
+                               bagua::wire::sign, bagua::wire::q4};
   bagua::Call call{};
   call.wire = wires[int(codec)];
   call.op = average ? bagua::ReduceOp::avg : bagua::ReduceOp::sum;
   call.feedback = &sr.feedback;
   bagua::Options options;
-  options.compressed.codec_block = int(kBlock);
-  options.compressed.q4_block = int(kBlock);
+  options.compressed.set_setting_blocks(kBlock);
   return bagua::make_call_codec(call, n, options);
 }
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "algo/decentralized.hpp"
+#include "base/wires.hpp"
 #include "check.hpp"
 #include "codec.h"
 #include "spawn.hpp"
@@ -27,12 +28,16 @@ bagua::Status average(bagua::AlgoContext &ctx, PeerMode mode, int round, const v
   return bagua::average_with_peers(ctx, src, dst, count, t, peers);
 }
 using Replicas = bagua::LowprecReplicas;
+// The registry's low-precision codec at its default block.
+bagua::LowprecCodec lowprec_codec() {
+  return {*bagua::lowprec_wire().host, {bagua::codec::kDefaultQ8Block, 1, nullptr}};
+}
 bagua::Status init_replicas(bagua::AlgoContext &ctx, const void *x, size_t count, DType t,
                             Replicas *r) {
-  return bagua::lowprec_init(ctx, x, count, t, bagua::codec::kDefaultQ8Block, r);
+  return bagua::lowprec_init(ctx, x, count, t, lowprec_codec(), r);
 }
 bagua::Status step_replicas(bagua::AlgoContext &ctx, void *x, size_t count, DType t, Replicas *r) {
-  return bagua::lowprec_step(ctx, x, count, t, bagua::codec::kDefaultQ8Block, r);
+  return bagua::lowprec_step(ctx, x, count, t, lowprec_codec(), r);
 }
 
 int mod(int x, int n) { return ((x % n) + n) % n; }

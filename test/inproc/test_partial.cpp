@@ -6,6 +6,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "../wire_ids.hpp"
 #include "algo/subgroup.hpp"
 #include "check.hpp"
 #include "codecs.hpp"
@@ -32,9 +33,9 @@ bagua::Status average_exact(bagua::AlgoContext &ctx, const void *src, void *dst,
 }
 bagua::Status average_compressed(bagua::AlgoContext &ctx, inproc::Codec codec, const void *src,
                                  void *dst, size_t count, DType t) {
-  const bagua::Wire wire = codec == inproc::Codec::q8 ? bagua::Wire::q8 : bagua::Wire::fp16;
+  const bagua::Wire wire = codec == inproc::Codec::q8 ? bagua::wire::q8 : bagua::wire::fp16;
   bagua::Options options;
-  options.compressed.codec_block = int(inproc::kBlock);
+  options.compressed.set_setting_blocks(inproc::kBlock);
   return bagua::average_in_group(ctx, group_call(wire, src, dst, count, t),
                                  bagua::Schedule::bytegrad, -1, options);
 }

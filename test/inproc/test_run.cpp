@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../wire_ids.hpp"
 #include "core/run.hpp"
 #include "spawn.hpp"
 
@@ -17,6 +18,7 @@ using bagua::DType;
 using bagua::ReduceOp;
 using bagua::Schedule;
 using bagua::Wire;
+namespace wire = bagua::wire;
 
 namespace {
 
@@ -73,12 +75,12 @@ TEST_CASE("run path: ranks whose calls differ all get MISMATCH, no buffer overru
     for (bagua::Status s : o.status) CHECK(s == BAGUA_ERR_MISMATCH);
     // Sum vs average through the q8 codec.
     o = run_differing(n, Schedule::bytegrad, [](bool first, std::vector<float> &d) {
-      return call_on(d, Wire::q8, 1000, DType::f32, first ? ReduceOp::sum : ReduceOp::avg);
+      return call_on(d, wire::q8, 1000, DType::f32, first ? ReduceOp::sum : ReduceOp::avg);
     });
     for (bagua::Status s : o.status) CHECK(s == BAGUA_ERR_MISMATCH);
     // q8 vs q4 of the same count: the codecs differ, so do their messages.
     o = run_differing(n, Schedule::bytegrad, [](bool first, std::vector<float> &d) {
-      return call_on(d, first ? Wire::q8 : Wire::q4, 1000, DType::f32, ReduceOp::sum);
+      return call_on(d, first ? wire::q8 : wire::q4, 1000, DType::f32, ReduceOp::sum);
     });
     for (bagua::Status s : o.status) CHECK(s == BAGUA_ERR_MISMATCH);
     // Agreeing calls still succeed.
@@ -107,7 +109,7 @@ namespace {
 
 // A sign call of `data` into `out` with its error-feedback residuals.
 Call sign_call(std::vector<float> &data, std::vector<float> &out, bagua::SignFeedback &feedback) {
-  Call call = call_on(data, Wire::sign, data.size(), DType::f32, ReduceOp::sum);
+  Call call = call_on(data, wire::sign, data.size(), DType::f32, ReduceOp::sum);
   call.dst = out.data();
   call.feedback = &feedback;
   return call;
@@ -144,7 +146,7 @@ bool lowprec_check_refuses(int n, int bad_rank) {
   const auto results = inproc::spawn(n, [&](bagua::Transport &t, int r) {
     std::vector<float> data(100, 1.0f);
     if (r == bad_rank) data[99] = INFINITY;
-    Call call = call_on(data, Wire::q8, data.size(), DType::f32, ReduceOp::avg);
+    Call call = call_on(data, wire::q8, data.size(), DType::f32, ReduceOp::avg);
     call.family = bagua::Family::lowprec;
     inproc::Rank rank(t);
     bagua::AlgoContext ctx = rank.next_call(1 << 12);

@@ -455,7 +455,7 @@ TEST_CASE("out-of-range partial options are clear errors", "[partial]") {
       {"BAGUA_PARTIAL_MIN_GROUP_SIZE", "0"},
       {"BAGUA_PARTIAL_DEADLINE_MIN_MS", "50"},  // above the 10 ms deadline
       {"BAGUA_PARTIAL_WEIGHTS", "newest"},
-      {"BAGUA_PARTIAL_COMPRESSION", "q4"},
+      {"BAGUA_PARTIAL_COMPRESSION", "q5"},  // no wire has that name
       {"BAGUA_PARTIAL_CONTROLLER", n_text},
       {"BAGUA_PARTIAL_GROUP_SIZE", std::to_string(test::world_size() + 1)},
   };

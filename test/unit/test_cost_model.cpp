@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "../wire_ids.hpp"
 #include "algo/compressed.hpp"
 #include "base/env.hpp"
 #include "codec.h"
@@ -68,7 +69,7 @@ TEST_CASE("ByteGrad: 2 all-to-alls; encode B, load B/n, accumulate (n-1)/n B, de
         Approx(kBytes / 1e8 + kBytes / 4 / 1e9 + kBytes * 3 / 4 / 1e8 + kBytes / 1e8));
   // Each pass at its own rate.
   CostParams p = synthetic();
-  p.codec[size_t(Wire::q8)] = {1e8, 2e8, 4e8};
+  p.codec[size_t(wire::q8)] = {1e8, 2e8, 4e8};
   CHECK(predict(p, row("q8"), kCount).compute_s ==
         Approx(kBytes / 1e8 + kBytes / 4 / 1e9 + kBytes * 3 / 4 / 2e8 + kBytes / 4e8));
   // fp16 messages: half the float32 chunk and the cast header.
@@ -192,8 +193,8 @@ TEST_CASE("a transfer's CPU adds to compute where compute outlasts the transfer"
   // ByteGrad's messages: 2 phases x the segment rounds x (n-1) peers.
   Options sizing;
   sizing.segment_bytes = p.segment_bytes;
-  sizing.compressed.codec_block = int(p.codec_block);
-  const double rounds = double(bytegrad_rounds(float_call(Wire::sign, kCount), 4, sizing));
+  sizing.compressed.set_setting_blocks(uint32_t(p.codec_block));
+  const double rounds = double(bytegrad_rounds(float_call(wire::sign, kCount), 4, sizing));
   CHECK(hidden.messages_per_rank == Approx(2 * rounds * 3));
   p.transfer_cpu_message_s = 1e-5;
   const Estimate bound = predict(p, row("sign"), kCount);
@@ -291,7 +292,7 @@ TEST_CASE(
     "[cost]") {
   CostParams p = synthetic();
   // 4 MiB at 4 ranks: chunks of 2^18 elements, 8 segments of 2^15 each.
-  REQUIRE(bytegrad_rounds(float_call(Wire::q8, kCount), 4, Options{}) == 8);
+  REQUIRE(bytegrad_rounds(float_call(wire::q8, kCount), 4, Options{}) == 8);
   const double message = q8_message(kCount / 4);
   p.alltoall_round_s = 1e-4;  // 8 rounds: 0.8 ms < 3 latencies of 1 ms
   CHECK(predict(p, row("q8"), kCount).transfer_s == Approx(2 * (3 * 1e-3 + 3 * message / 1e6)));
@@ -302,9 +303,11 @@ TEST_CASE(
 TEST_CASE(
     "ByteGrad's messages are at least 16 KiB where the chunk allows: sign cuts fewer segments",
     "[cost]") {
-  const auto q8 = make_q8_codec(codec::kDefaultQ8Block);
+  const auto q8 = make_host_codec(wire_info(wire::q8), {codec::kDefaultQ8Block});
   std::vector<float> residual(kCount);
-  const auto sign = make_sign_codec(codec::kDefaultQ8Block, residual.data(), residual.data());
+  CodecSetup sign_setup{codec::kDefaultQ8Block};
+  sign_setup.residual[0] = sign_setup.residual[1] = residual.data();
+  const auto sign = make_host_codec(wire_info(wire::sign), sign_setup);
   for (int ranks : {4, 8}) {
     // q8 keeps 8 segments of 64 KiB of float32 per chunk; sign (1 bit per
     // element) would send 2-4 KiB messages that way.

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "../wire_ids.hpp"
 #include "core/select.hpp"
 #include "core/support.hpp"
 #include "core/tags.hpp"
@@ -49,16 +50,16 @@ TEST_CASE("BAGUA_ALLREDUCE_ALGO forces one exact schedule for every size", "[pol
 
 TEST_CASE("compressed wires run ByteGrad; hierarchical only for the blocking calls", "[policy]") {
   SelectionSettings s;
-  for (Wire w : {Wire::q8, Wire::q4, Wire::fp16, Wire::bf16, Wire::sign})
+  for (Wire w : {wire::q8, wire::q4, wire::fp16, wire::bf16, wire::sign})
     CHECK(selected(s, Family::allreduce, w, 4) == Schedule::bytegrad);
-  for (Wire w : {Wire::q8, Wire::q4, Wire::fp16, Wire::bf16, Wire::sign})
+  for (Wire w : {wire::q8, wire::q4, wire::fp16, wire::bf16, wire::sign})
     CHECK(selected(s, Family::allreduce, w, 4, Memory::cuda) == Schedule::bytegrad);
   s.hierarchical = true;
-  CHECK(selected(s, Family::allreduce, Wire::q8, 4) == Schedule::hierarchical);
-  CHECK(selected(s, Family::bucket, Wire::q8, 4) == Schedule::bytegrad);
-  CHECK(selected(s, Family::partial, Wire::q8, 4) == Schedule::bytegrad);
+  CHECK(selected(s, Family::allreduce, wire::q8, 4) == Schedule::hierarchical);
+  CHECK(selected(s, Family::bucket, wire::q8, 4) == Schedule::bytegrad);
+  CHECK(selected(s, Family::partial, wire::q8, 4) == Schedule::bytegrad);
   Schedule out;
-  CHECK(select_schedule(s, Family::allreduce, Wire::q8, 4, Memory::cuda, &out) ==
+  CHECK(select_schedule(s, Family::allreduce, wire::q8, 4, Memory::cuda, &out) ==
         BAGUA_ERR_INVALID_ARGUMENT);
   CHECK(message().find("BAGUA_HIERARCHICAL=1") != std::string::npos);
 }
@@ -72,26 +73,26 @@ TEST_CASE("exact allreduce has no device schedule", "[policy]") {
 TEST_CASE("device buffers run on the device only with the blocking allreduce's codecs",
           "[policy]") {
   SelectionSettings s;
-  for (Wire w : {Wire::q8, Wire::q4, Wire::fp16, Wire::bf16, Wire::sign})
+  for (Wire w : {wire::q8, wire::q4, wire::fp16, wire::bf16, wire::sign})
     CHECK(runs_on_device(s, Family::allreduce, w, 1 << 20));
   // exact has no device reduction.
   CHECK_FALSE(runs_on_device(s, Family::allreduce, Wire::exact, 1 << 20));
   // Partial reduce may weight its contribution on the host; low precision
   // runs its own ring; decentralized averaging is exact.
-  CHECK_FALSE(runs_on_device(s, Family::partial, Wire::q8, 1 << 20));
-  CHECK_FALSE(runs_on_device(s, Family::lowprec, Wire::q8, 1 << 20));
+  CHECK_FALSE(runs_on_device(s, Family::partial, wire::q8, 1 << 20));
+  CHECK_FALSE(runs_on_device(s, Family::lowprec, wire::q8, 1 << 20));
   CHECK_FALSE(runs_on_device(s, Family::decentralized, Wire::exact, 1 << 20));
   s.hierarchical = true;
-  CHECK_FALSE(runs_on_device(s, Family::allreduce, Wire::q8, 1 << 20));
+  CHECK_FALSE(runs_on_device(s, Family::allreduce, wire::q8, 1 << 20));
 }
 
 TEST_CASE("device buffers: every family takes them", "[support]") {
   for (Family f : {Family::allreduce, Family::partial, Family::decentralized, Family::bucket,
                    Family::iallreduce, Family::async})
     CHECK(check_support(f, Wire::exact, DType::f32, ReduceOp::avg, Memory::cuda) == BAGUA_SUCCESS);
-  CHECK(check_support(Family::allreduce, Wire::sign, DType::f32, ReduceOp::avg, Memory::cuda) ==
+  CHECK(check_support(Family::allreduce, wire::sign, DType::f32, ReduceOp::avg, Memory::cuda) ==
         BAGUA_SUCCESS);
-  CHECK(check_support(Family::lowprec, Wire::q8, DType::f32, ReduceOp::avg, Memory::cuda) ==
+  CHECK(check_support(Family::lowprec, wire::q8, DType::f32, ReduceOp::avg, Memory::cuda) ==
         BAGUA_SUCCESS);
 }
 
@@ -99,19 +100,19 @@ TEST_CASE("the support matrix: codecs take float types and sums; exact takes all
   for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16})
     for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min, ReduceOp::avg})
       CHECK(check_support(Family::allreduce, Wire::exact, t, op, Memory::host) == BAGUA_SUCCESS);
-  CHECK(check_support(Family::allreduce, Wire::q8, DType::f64, ReduceOp::sum, Memory::host) ==
+  CHECK(check_support(Family::allreduce, wire::q8, DType::f64, ReduceOp::sum, Memory::host) ==
         BAGUA_ERR_UNSUPPORTED_DATATYPE);
   CHECK(message() ==
         "datatype must be MPI_FLOAT, BAGUA_FLOAT16 or BAGUA_BFLOAT16 for q8 (got "
         "MPI_DOUBLE)");
-  CHECK(check_support(Family::allreduce, Wire::fp16, DType::f32, ReduceOp::max, Memory::host) ==
+  CHECK(check_support(Family::allreduce, wire::fp16, DType::f32, ReduceOp::max, Memory::host) ==
         BAGUA_ERR_UNSUPPORTED_OP);
   CHECK(message() == "op must be MPI_SUM or BAGUA_AVG for fp16 (got MPI_MAX)");
-  CHECK(check_support(Family::allreduce, Wire::bf16, DType::bf16, ReduceOp::avg, Memory::cuda) ==
+  CHECK(check_support(Family::allreduce, wire::bf16, DType::bf16, ReduceOp::avg, Memory::cuda) ==
         BAGUA_SUCCESS);
-  CHECK(check_support(Family::bucket, Wire::sign, DType::f32, ReduceOp::avg, Memory::host) ==
+  CHECK(check_support(Family::bucket, wire::sign, DType::f32, ReduceOp::avg, Memory::host) ==
         BAGUA_ERR_INVALID_ARGUMENT);
-  CHECK(check_support(Family::lowprec, Wire::q8, DType::f64, ReduceOp::avg, Memory::host) ==
+  CHECK(check_support(Family::lowprec, wire::q8, DType::f64, ReduceOp::avg, Memory::host) ==
         BAGUA_ERR_UNSUPPORTED_DATATYPE);
   CHECK(check_support(Family::reduce_scatter, Wire::exact, DType::bf16, ReduceOp::min,
                       Memory::host) == BAGUA_SUCCESS);

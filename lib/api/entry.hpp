@@ -1,0 +1,25 @@
+// What the C entry points of several files share: the wire of a
+// bagua_algorithm argument, and the paths of the blocking and nonblocking
+// allreduces of any wire (named.cpp's wrappers call them).
+#pragma once
+
+#include <mpi.h>
+
+#include "../core/call.hpp"
+#include "bagua.h"
+
+namespace bagua {
+
+// The wire of a C caller's algorithm value (any int); an error names it.
+Status wire_from_c(bagua_algorithm algorithm, Wire *out);
+
+// The blocking allreduce of `wire`; `state` is the error-feedback state of
+// a wire that has one (nullptr otherwise).
+Status allreduce(Wire wire, const void *sendbuf, void *recvbuf, int64_t count,
+                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, bagua_sign_state_t state);
+
+// Starts the nonblocking allreduce of `wire`.
+Status start_nonblocking(Wire wire, const void *sendbuf, void *recvbuf, int64_t count,
+                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+
+}  // namespace bagua
