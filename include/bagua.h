@@ -221,9 +221,13 @@ BAGUA_API MPI_Op bagua_op_avg(void);
 #define BAGUA_BFLOAT16 (bagua_type_bfloat16())
 #define BAGUA_AVG (bagua_op_avg())
 
-/** What crosses the wire in an allreduce: the one list of algorithms, used by
- *  the bucketed communicator and bagua_allreduce_bytes. Which datatypes, ops
- *  and memory types each accepts: `bagua-info --support` (doc/api.md). */
+/** What crosses the wire in an allreduce: the one list of algorithms (the
+ *  library's wire registry), used by bagua_allreduce_alg,
+ *  bagua_iallreduce_alg, the bucketed communicator and bagua_allreduce_bytes.
+ *  Values run from 0 without gaps: `for (a = 0; bagua_algorithm_name(a); ++a)`
+ *  lists them, so a consumer need not name any. Which datatypes, ops and
+ *  memory types each accepts: `bagua-info --support` (doc/api.md),
+ *  bagua_algorithm_offered. */
 typedef enum {
   /** Exact elements (bagua_allreduce). */
   BAGUA_ALGORITHM_EXACT = 0,
@@ -237,17 +241,36 @@ typedef enum {
   BAGUA_ALGORITHM_SIGN = 4,
   /** 4-bit min-max blocks (bagua_allreduce_q4). */
   BAGUA_ALGORITHM_Q4 = 5,
+  /** 8-bit float (e4m3) blocks of 32 with a power-of-two scale, as OCP's
+   *  microscaling MXFP8 (bagua_allreduce_alg). */
+  BAGUA_ALGORITHM_MXFP8 = 6,
   /** Not a value: makes every int a valid value of the type, so an
    *  out-of-range argument is reported as an error, not undefined. */
   BAGUA_ALGORITHM_RANGE_ = 0x7fffffff
 } bagua_algorithm;
 
 /**
- * The wire name of an algorithm: "exact", "q8", "q4", "fp16", "bf16" or
- * "sign" (the names bagua-info, BAGUA_PMPI and the trainer use). Returns
- * NULL for a value that is not a bagua_algorithm. Local.
+ * The wire name of an algorithm: "exact", "q8", "q4", "fp16", "bf16",
+ * "sign", "mxfp8" (the names bagua-info, BAGUA_PMPI, bagua_torch and the
+ * trainer use). Returns NULL for a value that is not a bagua_algorithm.
+ * Local.
  */
 BAGUA_API const char *bagua_algorithm_name(bagua_algorithm algorithm);
+
+/**
+ * 1 when the calls of `family` offer `algorithm`, else 0 (also for an
+ * unknown algorithm or family). Families are named as the first column of
+ * `bagua-info --support`: "allreduce", "iallreduce", "bucket", "partial",
+ * "decentralized", "lowprec", "async", "reduce_scatter_block". Local.
+ */
+BAGUA_API int bagua_algorithm_offered(bagua_algorithm algorithm, const char *family);
+
+/**
+ * 1 when `algorithm` keeps error-feedback state per buffer, so its calls
+ * take a state object (sign: bagua_allreduce_sign with a
+ * bagua_sign_state_t) and bagua_allreduce_alg refuses it; else 0. Local.
+ */
+BAGUA_API int bagua_algorithm_has_state(bagua_algorithm algorithm);
 
 /**
  * The algorithm whose wire name (bagua_algorithm_name) is `name`, exactly.

@@ -175,3 +175,18 @@ extern "C" int bagua_allreduce_alg_c(const void *sendbuf, void *recvbuf, MPI_Cou
     return bagua::allreduce_with(algorithm, sendbuf, recvbuf, count, datatype, op, comm);
   });
 }
+
+extern "C" int bagua_algorithm_offered(bagua_algorithm algorithm, const char *family) {
+  const int value = static_cast<int>(algorithm);
+  if (!bagua::wire_valid(value) || family == nullptr) return 0;
+  for (int f = 0; f < bagua::kFamilies; ++f)
+    if (std::strcmp(bagua::family_name(bagua::Family(f)), family) == 0)
+      return bagua::offers(bagua::Family(f), bagua::Wire(value)) ? 1 : 0;
+  return 0;
+}
+
+extern "C" int bagua_algorithm_has_state(bagua_algorithm algorithm) {
+  const int value = static_cast<int>(algorithm);
+  if (!bagua::wire_valid(value)) return 0;
+  return bagua::wire_info(bagua::Wire(value)).error_feedback ? 1 : 0;
+}
