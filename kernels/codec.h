@@ -1,4 +1,5 @@
-// Compression codecs on host memory: q8 and q4 min-max, fp16/bf16 cast, 1-bit sign.
+// Compression codecs on host memory: q8 and q4 min-max, fp16/bf16 cast, 1-bit sign,
+// MXFP8 microscaling.
 // Wire formats: kernels/codec_format.h and doc/codecs.md. The CPU code uses
 // AVX2 when the processor has it and a portable path otherwise; both produce
 // the same bytes. Decoders treat their input as untrusted: they check every
@@ -71,6 +72,14 @@ CodecStatus sign_decode(const void *in, size_t in_bytes, size_t count, uint32_t 
                         void *dst, DType t);
 CodecStatus sign_decode_accumulate(const void *in, size_t in_bytes, size_t count,
                                    uint32_t block_elems, float *acc);
+
+// MXFP8 (OCP microscaling): E4M3 elements in blocks of 32 sharing a
+// power-of-two scale, 8.25 bits per element (codec_format.h). Same
+// contract as q8; the block size is fixed by the format.
+size_t mxfp8_encoded_bytes(size_t count);
+CodecStatus mxfp8_encode(const void *src, DType t, size_t count, void *out);
+CodecStatus mxfp8_decode(const void *in, size_t in_bytes, size_t count, void *dst, DType t);
+CodecStatus mxfp8_decode_accumulate(const void *in, size_t in_bytes, size_t count, float *acc);
 
 // ---------------------------------------------------------------------------
 // Every codec in one shape, for the library's wire registry

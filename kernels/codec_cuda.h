@@ -50,6 +50,12 @@ CodecStatus sign_decode_accumulate(const void *in, size_t in_bytes, size_t count
                                    uint32_t block_elems, float *acc, uint32_t *status,
                                    cudaStream_t stream);
 
+CodecStatus mxfp8_encode(const void *src, DType t, size_t count, void *out, cudaStream_t stream);
+CodecStatus mxfp8_decode(const void *in, size_t in_bytes, size_t count, void *dst, DType t,
+                         uint32_t *status, cudaStream_t stream);
+CodecStatus mxfp8_decode_accumulate(const void *in, size_t in_bytes, size_t count, float *acc,
+                                    uint32_t *status, cudaStream_t stream);
+
 // Every device codec in one shape (codec.h's HostCodecKernels, the
 // encoded size being the host's).
 struct DeviceCodecKernels {

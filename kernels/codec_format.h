@@ -262,6 +262,120 @@ BAGUA_HD float cast_accumulated(float h, float inv, float acc) {
   return canonical(fmaf(h, inv, acc));
 }
 
+// ---------------------------------------------------------------------------
+// MXFP8 (OCP microscaling, E4M3 elements): a 16-byte header, then one scale
+// byte per block of kMxBlockElems elements (E8M0: 2^(byte - 127); 0xff marks
+// a block that held NaN or Inf, which decodes to NaN as a whole), padded
+// with zeros to a multiple of 16 bytes, then one E4M3 byte per element
+// (sign bit, 4 exponent bits of bias 7, 3 mantissa bits; no infinities),
+// padded likewise. A block's scale exponent is the smallest, at least
+// -127, that keeps max |x| / 2^scale <= 448 (E4M3's largest value), so the
+// largest element lands in [224, 448]; each element is x / 2^scale rounded
+// to nearest even on E4M3's grid (saturated at 448, which no finite block
+// reaches). Everything is integer arithmetic on the float's
+// bits, and decoding multiplies exact values, so every implementation writes
+// and reads the same bytes and values.
+
+constexpr uint8_t kTagMx = 0x4d;  // 'M'
+constexpr uint32_t kMxBlockElems = 32;
+constexpr uint8_t kMxNonFiniteScale = 0xff;
+constexpr int kMxScaleBias = 127;
+constexpr int kE4m3MaxExponent = 8;     // 448 = 1.75 * 2^8
+constexpr uint8_t kE4m3MaxCode = 0x7e;  // 448; 0x7f is E4M3's NaN
+constexpr uint8_t kE4m3NanCode = 0x7f;
+
+struct MxHeader {
+  uint8_t tag;         // kTagMx
+  uint8_t block;       // log2 of the block size (5: 32 elements)
+  uint16_t reserved;   // 0
+  uint32_t reserved2;  // 0
+  uint64_t count;      // elements
+};
+static_assert(sizeof(MxHeader) == 16, "mx header is 16 bytes");
+
+BAGUA_HD size_t mx_blocks(size_t count) { return (count + kMxBlockElems - 1) / kMxBlockElems; }
+
+BAGUA_HD size_t mx_encoded_bytes(size_t count) {
+  return sizeof(MxHeader) + round_up(mx_blocks(count), 16) + round_up(count, 16);
+}
+
+BAGUA_HD bool mx_header_valid(const MxHeader &h, uint64_t count) {
+  return h.tag == kTagMx && h.block == 5 && h.reserved == 0 && h.reserved2 == 0 && h.count == count;
+}
+
+// floor(log2 |x|) of a finite non-zero float (subnormals too).
+BAGUA_HD int mx_floor_log2(float x) {
+  const uint32_t bits = float_bits(x) & 0x7fffffffu;
+  const int exponent = int(bits >> 23);
+  if (exponent != 0) return exponent - 127;
+  int top = 22;  // the subnormal's leading mantissa bit
+  while (!((bits >> top) & 1u)) --top;
+  return top - 149;
+}
+
+// The scale byte of a block whose largest magnitude is `amax` (finite): the
+// smallest exponent, at least -127, at which amax / 2^e <= 448, so no
+// element saturates (floor(log2 amax) - 8 alone would clamp a block whose
+// largest element lies in (448, 512) * 2^e, losing up to 1/8 of it).
+BAGUA_HD uint8_t mx_scale_byte(float amax) {
+  if (amax == 0.0f) return 0;
+  int e = mx_floor_log2(amax) - kE4m3MaxExponent;
+  // amax's significand above 1.75 (its mantissa field above 0x600000).
+  if ((float_bits(amax) & 0x7fffffu) > 0x600000u && (float_bits(amax) >> 23) != 0) ++e;
+  return uint8_t((e < -kMxScaleBias ? -kMxScaleBias : e) + kMxScaleBias);
+}
+
+// The E4M3 byte of x / 2^(scale - 127), rounded to nearest even, saturated.
+BAGUA_HD uint8_t mx_quantize(float x, uint8_t scale) {
+  const uint32_t bits = float_bits(x);
+  const uint8_t sign = uint8_t((bits >> 24) & 0x80u);
+  const uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude == 0) return sign;
+  // x = m * 2^(e - 23) with m the 24-bit significand.
+  const int field = int(magnitude >> 23);
+  const uint32_t m = field != 0 ? (magnitude & 0x7fffffu) | 0x800000u : magnitude;
+  const int e = field != 0 ? field - 127 : -126;
+  const int shared = int(scale) - kMxScaleBias;
+  // v = x / 2^shared = m * 2^(e - 23 - shared); its quantum on E4M3's grid is
+  // 2^(floor(log2 v) - 3) for normal v, 2^-9 below 2^-6.
+  const int log2v = mx_floor_log2(x) - shared;
+  const int quantum = log2v < -6 ? -9 : log2v - 3;
+  const int rshift = quantum - (e - 23 - shared);  // >= 1 for every finite x
+  uint32_t q = 0;
+  if (rshift < 32) {
+    q = m >> rshift;
+    const uint32_t rest = m & ((1u << rshift) - 1u), half = 1u << (rshift - 1);
+    if (rest > half || (rest == half && (q & 1u))) ++q;
+  }
+  // Subnormal codes are q itself; a normal one is (exponent + 7) * 8 + (q - 8),
+  // which carries a rounded-up q of 16 into the next binade.
+  const uint32_t code = quantum == -9 ? q : uint32_t(log2v + 6) * 8 + q;
+  return uint8_t(sign | (code > kE4m3MaxCode ? kE4m3MaxCode : code));
+}
+
+// The value of an E4M3 byte (the NaN code as the canonical NaN).
+BAGUA_HD float e4m3_value(uint8_t c) {
+  const uint8_t magnitude = c & 0x7f;
+  if (magnitude == kE4m3NanCode) return canonical_nan();
+  const int exponent = magnitude >> 3, mantissa = magnitude & 7;
+  // Subnormal: mantissa * 2^-9; normal: (8 + mantissa) * 2^(exponent - 10).
+  const float v = exponent == 0
+                      ? float(mantissa) * 0x1p-9f
+                      : float(8 + mantissa) * bits_float(uint32_t(exponent - 10 + 127) << 23);
+  return (c & 0x80) ? -v : v;
+}
+
+// 2^(scale - 127) (scale < 0xff): 2^-127 is the one subnormal.
+BAGUA_HD float mx_scale_value(uint8_t scale) {
+  return scale == 0 ? bits_float(0x00400000u) : bits_float(uint32_t(scale) << 23);
+}
+
+// An element decoded: exact products, saturated (a scale an encoder never
+// writes can overflow).
+BAGUA_HD float mx_dequantize(uint8_t c, float scale) {
+  return canonical(saturate(e4m3_value(c) * scale));
+}
+
 }  // namespace bagua::codec
 
 #endif

@@ -12,5 +12,6 @@ constexpr Wire q4 = Wire(BAGUA_ALGORITHM_Q4);
 constexpr Wire fp16 = Wire(BAGUA_ALGORITHM_FP16);
 constexpr Wire bf16 = Wire(BAGUA_ALGORITHM_BF16);
 constexpr Wire sign = Wire(BAGUA_ALGORITHM_SIGN);
+constexpr Wire mxfp8 = Wire(BAGUA_ALGORITHM_MXFP8);
 
 }  // namespace bagua::wire

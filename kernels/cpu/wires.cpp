@@ -59,6 +59,23 @@ CodecStatus sign_encode(const CodecParams &p, const void *src, DType t, size_t c
 }
 using Sign = BlockedDecoders<sign_decode, sign_decode_accumulate>;
 
+// MXFP8's block is its format's.
+struct Mx {
+  static size_t encoded_bytes(size_t count, uint32_t) { return mxfp8_encoded_bytes(count); }
+  static CodecStatus encode(const CodecParams &, const void *src, DType t, size_t count,
+                            void *out) {
+    return mxfp8_encode(src, t, count, out);
+  }
+  static CodecStatus decode(const CodecParams &, const void *in, size_t bytes, size_t count,
+                            void *dst, DType t) {
+    return mxfp8_decode(in, bytes, count, dst, t);
+  }
+  static CodecStatus accumulate(const CodecParams &, const void *in, size_t bytes, size_t count,
+                                float *acc) {
+    return mxfp8_decode_accumulate(in, bytes, count, acc);
+  }
+};
+
 constexpr HostCodecKernels kKernels[] = {
     {"q8", q8_encoded_bytes, Q8::encode, Q8::decode, Q8::accumulate},
     {"q4", q4_encoded_bytes, Q4::encode, Q4::decode, Q4::accumulate},
@@ -67,6 +84,7 @@ constexpr HostCodecKernels kKernels[] = {
     {"bf16", Cast<CastFormat::bf16>::encoded_bytes, Cast<CastFormat::bf16>::encode,
      Cast<CastFormat::bf16>::decode, Cast<CastFormat::bf16>::accumulate},
     {"sign", sign_encoded_bytes, sign_encode, Sign::decode, Sign::accumulate},
+    {"mxfp8", Mx::encoded_bytes, Mx::encode, Mx::decode, Mx::accumulate},
 };
 
 }  // namespace

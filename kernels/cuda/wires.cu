@@ -63,6 +63,22 @@ CodecStatus sign_encode(const CodecParams &p, const void *src, DType t, size_t c
 }
 using Sign = BlockedDecoders<sign_decode, sign_decode_accumulate>;
 
+// MXFP8's block is its format's.
+struct Mx {
+  static CodecStatus encode(const CodecParams &, const void *src, DType t, size_t count, void *out,
+                            cudaStream_t s) {
+    return mxfp8_encode(src, t, count, out, s);
+  }
+  static CodecStatus decode(const CodecParams &, const void *in, size_t bytes, size_t count,
+                            void *dst, DType t, uint32_t *status, cudaStream_t s) {
+    return mxfp8_decode(in, bytes, count, dst, t, status, s);
+  }
+  static CodecStatus accumulate(const CodecParams &, const void *in, size_t bytes, size_t count,
+                                float *acc, uint32_t *status, cudaStream_t s) {
+    return mxfp8_decode_accumulate(in, bytes, count, acc, status, s);
+  }
+};
+
 constexpr DeviceCodecKernels kKernels[] = {
     {"q8", Q8::encode, Q8::decode, Q8::accumulate},
     {"q4", Q4::encode, Q4::decode, Q4::accumulate},
@@ -71,6 +87,7 @@ constexpr DeviceCodecKernels kKernels[] = {
     {"bf16", Cast<CastFormat::bf16>::encode, Cast<CastFormat::bf16>::decode,
      Cast<CastFormat::bf16>::accumulate},
     {"sign", sign_encode, Sign::decode, Sign::accumulate},
+    {"mxfp8", Mx::encode, Mx::decode, Mx::accumulate},
 };
 
 }  // namespace

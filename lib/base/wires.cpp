@@ -39,6 +39,12 @@ std::vector<WireInfo> make_rows() {
        true,
        true},
       {Wire(5), "q4", "4-bit min-max blocks", {"BAGUA_Q4_BLOCK"}, 30, kCodecFamilies},
+      {Wire(6),
+       "mxfp8",
+       "8-bit float (e4m3) blocks of 32, power-of-two scale (OCP MX)",
+       {nullptr, codec::kMxBlockElems},
+       60,
+       kCodecFamilies},
   };
   for (WireInfo &row : rows)
     if (row.id != Wire::exact) row.host = codec::find_host_kernels(row.name);

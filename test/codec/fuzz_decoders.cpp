@@ -7,7 +7,7 @@
 // -fsanitize=fuzzer,address); bin/bagua-test runs it for 60 s on the corpus
 // in test/codec/fuzz_corpus/.
 //
-// Input layout: [codec (q8, cast, sign, q4), dtype, flags, block shift, count lo, count hi,
+// Input layout: [codec (q8, cast, sign, q4, mxfp8), dtype, flags, block shift, count lo, count hi,
 // bytes...]. With flags bit 1 set the count is derived from the number of remaining bytes so the
 // length check passes and the headers themselves get fuzzed.
 #include <stdint.h>
@@ -33,7 +33,8 @@ size_t encoded_bytes(int which, size_t count, uint32_t block) {
     case 0: return codec::q8_encoded_bytes(count, block);
     case 1: return codec::cast_encoded_bytes(count);
     case 2: return codec::sign_encoded_bytes(count, block);
-    default: return codec::q4_encoded_bytes(count, block);
+    case 3: return codec::q4_encoded_bytes(count, block);
+    default: return codec::mxfp8_encoded_bytes(count);
   }
 }
 
@@ -66,15 +67,19 @@ void decode_all(int which, Isa isa, const std::vector<uint8_t> &in, size_t count
       cpu::sign_decode(isa, p, in.size(), count, block, dst.data(), t);
       cpu::sign_decode_accumulate(isa, p, in.size(), count, block, acc.data());
       break;
-    default:
+    case 3:
       cpu::q4_decode(isa, p, in.size(), count, block, dst.data(), t);
       cpu::q4_decode_accumulate(isa, p, in.size(), count, block, acc.data());
+      break;
+    default:  // one portable path
+      codec::mxfp8_decode(p, in.size(), count, dst.data(), t);
+      codec::mxfp8_decode_accumulate(p, in.size(), count, acc.data());
   }
 }
 
 // The library's host adapter of each `which`, from the wire registry.
 std::unique_ptr<bagua::ChunkCodec> make_adapter(int which, uint32_t block) {
-  static const char *const kWires[] = {"q8", "fp16", "sign", "q4"};
+  static const char *const kWires[] = {"q8", "fp16", "sign", "q4", "mxfp8"};
   return bagua::make_host_codec(*bagua::wire_named(kWires[which]), {block});
 }
 
@@ -92,7 +97,7 @@ void decode_through_adapter(int which, const std::vector<uint8_t> &in, size_t co
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < kPrefix) return 0;
-  const int which = data[0] % 4;  // q8, cast, sign, q4
+  const int which = data[0] % 5;  // q8, cast, sign, q4, mxfp8
   const DType t = DType(data[1] % 4);
   const bool exact = data[2] & 1;
   const uint32_t block = 32u << (data[3] % 8);  // 32 (invalid) .. 4096

@@ -195,6 +195,44 @@ TEST_CASE("cast on the GPU matches the CPU reference", "[cuda][cast]") {
   REQUIRE(as_bytes(dacc.host<float>()) == as_bytes(acc));
 }
 
+TEST_CASE("mxfp8 on the GPU matches the CPU reference", "[cuda][mxfp8]") {
+  // Every float class (NaN and Inf blocks too), a short last block.
+  const size_t n = 32 * 300 + 7;
+  auto x = normal(n, 35);
+  const auto bits = random_bits(n / 8, 36);
+  std::copy(bits.begin(), bits.end(), x.begin() + n / 2);
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    INFO("dtype " << bagua::dtype_name(t));
+    const auto h = to_half(x, t);
+    const auto src_bytes = t == DType::f32 ? as_bytes(x) : as_bytes(h);
+    Bytes ref(codec::mxfp8_encoded_bytes(n));
+    REQUIRE(codec::mxfp8_encode(src_bytes.data(), t, n, ref.data()) == CodecStatus::ok);
+    DeviceBuffer src(src_bytes), enc(ref.size()), dst(n * bagua::dtype_size(t)), status(4);
+    REQUIRE(gpu::mxfp8_encode(src.get(), t, n, enc.get(), nullptr) == CodecStatus::ok);
+    REQUIRE(enc.host() == ref);
+    std::vector<uint8_t> want(n * bagua::dtype_size(t));
+    REQUIRE(codec::mxfp8_decode(ref.data(), ref.size(), n, want.data(), t) == CodecStatus::ok);
+    REQUIRE(gpu::mxfp8_decode(enc.get(), ref.size(), n, dst.get(), t, status.get<uint32_t>(),
+                              nullptr) == CodecStatus::ok);
+    REQUIRE(dst.host() == want);
+    REQUIRE(status_of(status) == 0);
+  }
+  Bytes ref(codec::mxfp8_encoded_bytes(n));
+  REQUIRE(codec::mxfp8_encode(x.data(), DType::f32, n, ref.data()) == CodecStatus::ok);
+  auto acc = normal(n, 37);
+  DeviceBuffer enc(ref), dacc(acc), status(4);
+  REQUIRE(codec::mxfp8_decode_accumulate(ref.data(), ref.size(), n, acc.data()) == CodecStatus::ok);
+  REQUIRE(gpu::mxfp8_decode_accumulate(enc.get(), ref.size(), n, dacc.get<float>(),
+                                       status.get<uint32_t>(), nullptr) == CodecStatus::ok);
+  REQUIRE(as_bytes(dacc.host<float>()) == as_bytes(acc));
+  ref[0] = 0;  // the tag: status set, accumulator untouched
+  DeviceBuffer bad(ref);
+  REQUIRE(gpu::mxfp8_decode_accumulate(bad.get(), ref.size(), n, dacc.get<float>(),
+                                       status.get<uint32_t>(), nullptr) == CodecStatus::ok);
+  REQUIRE(status_of(status) == uint32_t(CodecStatus::corrupt_header));
+  REQUIRE(as_bytes(dacc.host<float>()) == as_bytes(acc));
+}
+
 TEST_CASE("sign on the GPU matches the CPU reference", "[cuda][sign]") {
   // 4096: past the blocks whose elements stay in registers.
   const uint32_t block = GENERATE(64u, 2048u, 4096u);

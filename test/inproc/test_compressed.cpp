@@ -31,7 +31,7 @@ bagua::Status allreduce(bagua::AlgoContext &ctx, bagua::ChunkCodec &codec, const
 }
 
 const char *codec_name(Codec c) {
-  const char *names[] = {"q8", "fp16", "bf16", "sign", "q4"};
+  const char *names[] = {"q8", "fp16", "bf16", "sign", "q4", "mxfp8"};
   return names[static_cast<int>(c)];
 }
 
@@ -57,20 +57,26 @@ class Exact {
  public:
   Exact(int n, size_t count) : n_(n) {
     for (DType t : {DType::f32, DType::f16, DType::bf16}) sums_[index(t)].assign(count, 0);
+    abs_sums_.assign(count, 0);
     for (size_t i = 0; i < count; ++i)
-      for (int r = 0; r < n; ++r)
+      for (int r = 0; r < n; ++r) {
         for (DType t : {DType::f32, DType::f16, DType::bf16})
           sums_[index(t)][i] += Buffer::round(t, smooth(r, i));
+        abs_sums_[i] += std::fabs(smooth(r, i));
+      }
   }
   double operator()(DType t, bool average, size_t i) const {
     const double sum = sums_[index(t)][i];
     return average ? sum / n_ : sum;
   }
+  // The sum of the ranks' |inputs| at i (what mxfp8's relative errors scale with).
+  double magnitude(size_t i) const { return abs_sums_[i] * 1.01; }
 
  private:
   static size_t index(DType t) { return t == DType::f32 ? 0 : t == DType::f16 ? 1 : 2; }
   int n_;
   std::vector<double> sums_[3];
+  std::vector<double> abs_sums_;
 };
 
 // One call on one rank: smooth inputs for q8, q4 and cast, checked against the
@@ -94,7 +100,8 @@ Outcome run_case(inproc::Rank &rank, const Case &c, const Exact &exact) {
       o.wrong += recv.get(i) != value(i) * (c.average ? 1 : n);
     } else {
       const double want = exact(c.type, c.average, i);
-      o.wrong += !(std::fabs(recv.get(i) - want) <= bound(c.codec, c.type, c.average, n, want));
+      const double b = bound(c.codec, c.type, c.average, n, want, exact.magnitude(i));
+      o.wrong += !(std::fabs(recv.get(i) - want) <= b);
     }
   }
   o.guard_intact = send.guard_intact() && recv.guard_intact();
@@ -112,8 +119,11 @@ void run_matrix(int n, const std::vector<Case> &cases) {
       outcomes, cases.size(), [&](size_t c) { return label(n, cases[c]); }, true);
 }
 
-// Quantization steps per block range of a min-max codec.
-double levels(Codec codec) { return codec == Codec::q4 ? 15.0 : 255.0; }
+// Quantization steps per block range of a min-max codec; mxfp8's relative
+// error is at most 1/16.
+double levels(Codec codec) {
+  return codec == Codec::q4 ? 15.0 : codec == Codec::mxfp8 ? 16.0 : 255.0;
+}
 
 // Inputs whose sums overflow float: the first half of the buffer is +-0.75
 // FLT_MAX, the rest +-0.5, in one sign pattern on every rank.
@@ -155,7 +165,8 @@ Outcome run_overflow_case(inproc::Rank &rank, const Case &c) {
   return o;
 }
 
-constexpr Codec kCodecs[] = {Codec::q8, Codec::q4, Codec::fp16, Codec::bf16, Codec::sign};
+constexpr Codec kCodecs[] = {Codec::q8,   Codec::q4,   Codec::fp16,
+                             Codec::bf16, Codec::sign, Codec::mxfp8};
 constexpr DType kTypes[] = {DType::f32, DType::f16, DType::bf16};
 
 }  // namespace
@@ -191,12 +202,12 @@ TEST_CASE("compressed allreduce of 1<<20 elements at 2 3 7 16 ranks", "[compress
 
 TEST_CASE("compressed allreduce: a finite overflow saturates and never becomes NaN",
           "[compressed]") {
-  // q8, q4 and sign flag non-finite inputs only: sums of +-0.75 FLT_MAX saturate
+  // q8, q4, sign and mxfp8 flag non-finite inputs only: sums of +-0.75 FLT_MAX saturate
   // on every rank instead of turning their blocks (and, through the owner's
   // re-encoding, neighbouring ranges) into NaN.
   for (int n : {2, 3}) {
     std::vector<Case> cases;
-    for (Codec codec : {Codec::q8, Codec::q4, Codec::sign})
+    for (Codec codec : {Codec::q8, Codec::q4, Codec::sign, Codec::mxfp8})
       for (bool average : {false, true})
         for (size_t count : {size_t(4099), size_t(1000)})
           cases.push_back({codec, DType::f32, average, count, count == 1000, 4096});
