@@ -1111,6 +1111,14 @@ BAGUA_API int bagua_bucket_comm_create(MPI_Comm comm, const bagua_bucket_config 
  * @return BAGUA_SUCCESS.
  */
 BAGUA_API int bagua_bucket_comm_destroy(bagua_bucket_comm_t *bc);
+#if !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+/* An earlier bagua_bucket_comm_destroy took the handle itself; C accepts
+ * that call with a warning and it would free the wrong object. This makes
+ * it an error (in C++ it is one anyway): only a bagua_bucket_comm_t *
+ * selects the call. */
+#define bagua_bucket_comm_destroy(bc) \
+  bagua_bucket_comm_destroy(_Generic((bc), bagua_bucket_comm_t * : (bc)))
+#endif
 
 /**
  * Registers a tensor, before finalize_registration. Tensors are bucketed in
@@ -1216,7 +1224,7 @@ BAGUA_API int bagua_bucket_comm_test(bagua_bucket_comm_t bc, int bucket, int *fl
  * failure) and returns the first failure; call it before the optimizer step.
  * @return as bagua_bucket_comm_wait.
  */
-BAGUA_API int bagua_bucket_comm_wait_all(bagua_bucket_comm *bc);
+BAGUA_API int bagua_bucket_comm_wait_all(bagua_bucket_comm_t bc);
 
 /**
  * Nonblocking exact allreduce: arguments as MPI_Iallreduce, semantics and
