@@ -633,10 +633,12 @@ BAGUA_API int bagua_allreduce_sign(const void *sendbuf, void *recvbuf, int count
  * @param comm   the communicator the stream is for (not MPI_COMM_NULL).
  * @param stream a cudaStream_t, or NULL for the default stream (the
  *               default). bagua does not own it: set NULL again before
- *               destroying the stream or freeing comm (the setting is keyed
- *               by the handle value, which MPI may reuse).
+ *               destroying the stream. The setting is an attribute of comm:
+ *               freeing comm drops it, and MPI_Comm_dup does not copy it.
  *
- * Thread-safe; local (not collective).
+ * Local (not collective); from several threads at once under
+ * MPI_THREAD_MULTIPLE. A bucketed communicator keeps the stream its comm had
+ * when it was created.
  *
  * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (comm is MPI_COMM_NULL),
  *         BAGUA_ERR_NOT_AVAILABLE (bagua built without CUDA),

@@ -45,7 +45,7 @@ Status BucketComm::create(MPI_Comm user_comm, const BucketConfig &config,
 
 BucketComm::BucketComm(MPI_Comm user_comm, std::unique_ptr<Communicator> comm,
                        const BucketConfig &config)
-    : user_comm_(user_comm),
+    : stream_(cuda_stream_of(user_comm)),
       comm_(std::move(comm)),
       config_(config),
       timeline_id_(Timeline::get().next_comm_id()),
@@ -365,8 +365,7 @@ Status BucketComm::mark_ready(int tensor) {
                 "marking it again",
                 tensor, t.bucket);
   // The tensor is ready once the work queued on the caller's stream is.
-  if (t.ready_event != nullptr)
-    BAGUA_TRY(device_->record_event(t.ready_event, cuda_stream_of(user_comm_)));
+  if (t.ready_event != nullptr) BAGUA_TRY(device_->record_event(t.ready_event, stream_));
   t.ready = true;
   Bucket &b = buckets_[t.bucket];
   if (--b.unready == 0) submit(t.bucket);

@@ -116,7 +116,9 @@ class BucketComm {
                      TimelineClock::time_point deadline);
   Status consume(Bucket &b, int bucket);
 
-  MPI_Comm user_comm_;                  // its CUDA stream orders device tensors
+  // The CUDA stream of the user's communicator when this one was created
+  // (that communicator may be freed): it orders device tensors' readiness.
+  void *stream_;
   std::unique_ptr<Communicator> comm_;  // used by the workers; outlives pool_
   const BucketConfig config_;
   Memory memory_ = Memory::host;  // of every tensor with elements
