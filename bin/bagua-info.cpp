@@ -56,8 +56,10 @@ void print_env() {
   std::printf("#\n# Environment variables (default; current value if set)\n");
   for (const bagua::EnvVar &v : bagua::env_vars()) {
     const char *current = std::getenv(v.name);
-    std::printf("%-26s default=%s%s%s\n    %s\n", v.name, v.default_value,
-                current ? "  current=" : "", current ? current : "", v.description);
+    const char *old = v.alias != nullptr ? std::getenv(v.alias) : nullptr;
+    std::printf("%-26s default=%s%s%s%s%s\n    %s\n", v.name, v.default_value,
+                current ? "  current=" : "", current ? current : "",
+                old ? "  current (as its earlier name)=" : "", old ? old : "", v.description);
   }
 }
 

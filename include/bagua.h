@@ -283,7 +283,7 @@ BAGUA_API int bagua_algorithm_from_name(const char *name, bagua_algorithm *out);
 /**
  * The bytes this rank sends in one flat allreduce of `count` elements of
  * `datatype` on `comm` with `algorithm`, as the selection policy would run it
- * now (BAGUA_ALLREDUCE_ALGO, BAGUA_RING_THRESHOLD, BAGUA_CODEC_BLOCK, BAGUA_Q4_BLOCK,
+ * now (BAGUA_ALLREDUCE_SCHEDULE, BAGUA_RING_THRESHOLD, BAGUA_CODEC_BLOCK, BAGUA_Q4_BLOCK,
  * BAGUA_SEGMENT_BYTES; the schedule of bucketed and nonblocking calls, and
  * of the blocking calls without BAGUA_HIERARCHICAL). Every header and pad
  * counted; 0 with one rank. Local (not collective).
@@ -323,7 +323,7 @@ BAGUA_API int bagua_encoded_bytes(bagua_algorithm algorithm, MPI_Count count, MP
  * Every rank receives bit-identical results. Half-precision types are
  * combined in float32 and rounded to nearest-even after each addition.
  * Large messages use a pipelined ring (bandwidth-optimal), small ones
- * recursive doubling (latency-optimal); BAGUA_ALLREDUCE_ALGO and
+ * recursive doubling (latency-optimal); BAGUA_ALLREDUCE_SCHEDULE and
  * BAGUA_RING_THRESHOLD select. Blocking; thread rules as above.
  *
  * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT,

@@ -15,9 +15,10 @@ constexpr EnvVar kVars[] = {
      "How long any wait for a peer may last before the call fails with "
      "BAGUA_ERR_TIMEOUT and the communicator is marked broken.",
      true},
-    {"BAGUA_ALLREDUCE_ALGO", "auto",
-     "Exact allreduce algorithm: auto (by BAGUA_RING_THRESHOLD), ring, or rd "
-     "(recursive doubling)."},
+    {"BAGUA_ALLREDUCE_SCHEDULE", "auto",
+     "Exact allreduce schedule: auto (by BAGUA_RING_THRESHOLD), ring, or rd (recursive "
+     "doubling). Its earlier name BAGUA_ALLREDUCE_ALGO is read when it is not set.",
+     false, "BAGUA_ALLREDUCE_ALGO"},
     {"BAGUA_RING_THRESHOLD", "65536",
      "Message size in bytes from which auto uses the ring instead of recursive doubling."},
     {"BAGUA_SEGMENT_BYTES", "1048576",
@@ -137,9 +138,16 @@ constexpr EnvVar kVars[] = {
      true},
 };
 
+// A set, non-empty variable's value, or nullptr.
+const char *set_value(const char *name) {
+  const char *value = name == nullptr ? nullptr : std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : nullptr;
+}
+
 const char *lookup(const char *name) {
-  const char *value = std::getenv(name);
-  if (value != nullptr && *value != '\0') return value;
+  if (const char *value = set_value(name)) return value;
+  for (const EnvVar &v : kVars)
+    if (std::strcmp(v.name, name) == 0 && set_value(v.alias) != nullptr) return set_value(v.alias);
   return env_default(name);
 }
 

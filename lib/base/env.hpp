@@ -18,6 +18,8 @@ struct EnvVar {
   // Settings that shape messages must be equal on every rank; those that
   // only affect this rank (a timeout, an output file) may differ.
   bool per_rank = false;
+  // An earlier name still read when `name` is not set.
+  const char *alias = nullptr;
 };
 
 // All variables, in documentation order.

@@ -109,7 +109,7 @@ Status options_load(Options *out) {
   BAGUA_TRY(env_choice("BAGUA_TRANSPORT", kTransports, &choice));
   o.transport = static_cast<TransportKind>(choice);
   static constexpr const char *kAlgos[] = {"auto", "ring", "rd"};
-  BAGUA_TRY(env_choice("BAGUA_ALLREDUCE_ALGO", kAlgos, &choice));
+  BAGUA_TRY(env_choice("BAGUA_ALLREDUCE_SCHEDULE", kAlgos, &choice));
   o.allreduce_algo = static_cast<AllreduceAlgo>(choice);
   int64_t value = 0;
   BAGUA_TRY(env_int("BAGUA_TIMEOUT_MS", 1, int64_t{1} << 40, &o.timeout_ms));

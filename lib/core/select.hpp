@@ -22,7 +22,7 @@ enum class Schedule : uint8_t {
   hierarchical,        // compressed: exact reduce in the node, ByteGrad among leaders
 };
 
-// The settings the policy reads (BAGUA_ALLREDUCE_ALGO, BAGUA_RING_THRESHOLD,
+// The settings the policy reads (BAGUA_ALLREDUCE_SCHEDULE, BAGUA_RING_THRESHOLD,
 // BAGUA_HIERARCHICAL).
 struct SelectionSettings {
   AllreduceAlgo exact_algo = AllreduceAlgo::automatic;

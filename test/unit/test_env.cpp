@@ -53,3 +53,14 @@ TEST_CASE("every environment variable is documented in doc/", "[env][doc]") {
     CHECK(std::string(v.description).size() > 10);
   }
 }
+
+TEST_CASE("a setting's earlier name is read when the setting is not set", "[env]") {
+  unsetenv("BAGUA_ALLREDUCE_SCHEDULE");
+  setenv("BAGUA_ALLREDUCE_ALGO", "rd", 1);
+  CHECK(bagua::env_string("BAGUA_ALLREDUCE_SCHEDULE") == "rd");
+  setenv("BAGUA_ALLREDUCE_SCHEDULE", "ring", 1);
+  CHECK(bagua::env_string("BAGUA_ALLREDUCE_SCHEDULE") == "ring");  // the name wins
+  unsetenv("BAGUA_ALLREDUCE_SCHEDULE");
+  unsetenv("BAGUA_ALLREDUCE_ALGO");
+  CHECK(bagua::env_string("BAGUA_ALLREDUCE_SCHEDULE") == "auto");
+}
