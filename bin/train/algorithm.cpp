@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <deque>
 #include <functional>
 #include <future>
 #include <map>
+#include <string>
 #include <utility>
 
 #include "bagua.h"
@@ -46,16 +48,13 @@ uint64_t message_bytes(bagua_algorithm algorithm, size_t m) {
 // ---------------------------------------------------------------------------------------------
 // Gradient averaging: one allreduce-like call on the flat gradient after backward.
 
-using GradientAllreduce = int (*)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
-
 class GradientAverage : public Algorithm {
  public:
-  GradientAverage(MPI_Comm comm, GradientAllreduce call, const char *call_name,
-                  bagua_algorithm algorithm)
-      : comm_(comm), call_(call), call_name_(call_name), algorithm_(algorithm) {}
+  GradientAverage(MPI_Comm comm, bagua_algorithm algorithm) : comm_(comm), algorithm_(algorithm) {}
   void after_backward(std::span<float> grads) override {
-    check(call_(MPI_IN_PLACE, grads.data(), int(grads.size()), MPI_FLOAT, BAGUA_AVG, comm_),
-          call_name_);
+    check(bagua_allreduce_alg(MPI_IN_PLACE, grads.data(), int(grads.size()), MPI_FLOAT, BAGUA_AVG,
+                              comm_, algorithm_),
+          "bagua_allreduce_alg");
     bytes_ += allreduce_bytes(algorithm_, grads.size(), comm_);
   }
   uint64_t bytes_sent() const override { return bytes_; }
@@ -63,8 +62,6 @@ class GradientAverage : public Algorithm {
 
  private:
   MPI_Comm comm_;
-  GradientAllreduce call_;
-  const char *call_name_;
   bagua_algorithm algorithm_;
   uint64_t bytes_ = 0;
 };
@@ -152,13 +149,14 @@ class BucketedGradientAverage : public Algorithm {
   uint64_t bytes_ = 0;
 };
 
-// allreduce, q8, q4 or fp16: bucketed unless settings say flat.
+// A gradient allreduce of any algorithm without state: bucketed unless
+// settings say flat (or the bucketed communicator does not offer it).
 std::unique_ptr<Algorithm> make_gradient_average(MPI_Comm comm,
                                                  std::span<const GradientTensor> gradients,
                                                  const AlgorithmSettings &settings,
-                                                 bagua_algorithm algorithm, GradientAllreduce flat,
-                                                 const char *flat_name) {
-  if (!settings.buckets) return std::make_unique<GradientAverage>(comm, flat, flat_name, algorithm);
+                                                 bagua_algorithm algorithm) {
+  if (!settings.buckets || !bagua_algorithm_offered(algorithm, "bucket"))
+    return std::make_unique<GradientAverage>(comm, algorithm);
   return std::make_unique<BucketedGradientAverage>(comm, gradients, algorithm,
                                                    size_t(settings.bucket_kb) * 1024);
 }
@@ -363,31 +361,34 @@ struct Entry {
       make;
 };
 
-const std::vector<Entry> &registry() {
+// The exact allreduce, then one gradient allreduce per algorithm the
+// library lists without state (bagua_algorithm_name, in its order), then
+// the methods with state or of their own.
+void add_gradient_entries(std::vector<Entry> *entries) {
+  static std::deque<std::string> texts;  // the entries' names and descriptions
+  for (int a = 0; bagua_algorithm_name(bagua_algorithm(a)) != nullptr; ++a) {
+    const auto algorithm = bagua_algorithm(a);
+    if (bagua_algorithm_has_state(algorithm) || !bagua_algorithm_offered(algorithm, "allreduce"))
+      continue;
+    const std::string wire = bagua_algorithm_name(algorithm);
+    texts.push_back(algorithm == BAGUA_ALGORITHM_EXACT ? "allreduce" : wire);
+    const char *name = texts.back().c_str();
+    texts.push_back(wire + " gradient allreduce (bucketed, or bagua_allreduce_alg; BAGUA_AVG)");
+    entries->push_back({{name, texts.back().c_str()},
+                        [algorithm](MPI_Comm c, std::span<const float>,
+                                    std::span<const GradientTensor> g, const AlgorithmSettings &s) {
+                          return make_gradient_average(c, g, s, algorithm);
+                        }});
+  }
+}
+
+std::vector<Entry> make_registry() {
   using W = std::span<const float>;
   using G = std::span<const GradientTensor>;
   using S = const AlgorithmSettings &;
-  static const std::vector<Entry> entries = {
-      {{"allreduce", "exact gradient allreduce (bucketed, or bagua_allreduce; BAGUA_AVG)"},
-       [](MPI_Comm c, W, G g, S s) {
-         return make_gradient_average(c, g, s, BAGUA_ALGORITHM_EXACT, bagua_allreduce,
-                                      "bagua_allreduce");
-       }},
-      {{"q8", "8-bit min-max gradient allreduce (bucketed, or bagua_allreduce_q8)"},
-       [](MPI_Comm c, W, G g, S s) {
-         return make_gradient_average(c, g, s, BAGUA_ALGORITHM_Q8, bagua_allreduce_q8,
-                                      "bagua_allreduce_q8");
-       }},
-      {{"q4", "4-bit min-max gradient allreduce (bucketed, or bagua_allreduce_q4)"},
-       [](MPI_Comm c, W, G g, S s) {
-         return make_gradient_average(c, g, s, BAGUA_ALGORITHM_Q4, bagua_allreduce_q4,
-                                      "bagua_allreduce_q4");
-       }},
-      {{"fp16", "float16 gradient allreduce (bucketed, or bagua_allreduce_fp16)"},
-       [](MPI_Comm c, W, G g, S s) {
-         return make_gradient_average(c, g, s, BAGUA_ALGORITHM_FP16, bagua_allreduce_fp16,
-                                      "bagua_allreduce_fp16");
-       }},
+  std::vector<Entry> entries;
+  add_gradient_entries(&entries);
+  const std::vector<Entry> others = {
       {{"sign", "1-bit sign gradient allreduce with error feedback (bagua_allreduce_sign)"},
        [](MPI_Comm c, W w, G, S) { return std::make_unique<SignAverage>(c, w.size()); }},
       {{"decentralized-all", "weights averaged with all ranks (bagua_decentralized_average)"},
@@ -415,6 +416,12 @@ const std::vector<Entry> &registry() {
          return std::make_unique<PartialReduce>(c, w.size(), s.partial_group);
        }},
   };
+  entries.insert(entries.end(), others.begin(), others.end());
+  return entries;
+}
+
+const std::vector<Entry> &registry() {
+  static const std::vector<Entry> entries = make_registry();
   return entries;
 }
 

@@ -28,8 +28,9 @@ struct AlgorithmSettings {
   // async: SGD momentum in place of the configured one. Stale averaging acts as extra, implicit
   // momentum ("asynchrony begets momentum", Mitliagkas et al. 2016), so async needs less.
   float async_momentum = 0.8f;
-  // allreduce, q8, q4, fp16: through bagua's bucketed communicator (per-tensor ready marks during
-  // backward) with buckets of at most bucket_kb KiB; false: one flat plain call after backward.
+  // gradient allreduces (every algorithm without state): through bagua's bucketed communicator
+  // (per-tensor ready marks during backward) with buckets of at most bucket_kb KiB; false: one flat
+  // plain call after backward.
   bool buckets = true;
   int bucket_kb = 64;
 };
