@@ -125,13 +125,15 @@ constexpr EnvVar kVars[] = {
      true},
     // @env pmpi (read by libbagua-pmpi, doc/pmpi.md)
     {"BAGUA_PMPI", "off",
-     "PMPI interposer: where MPI_Allreduce goes: off (MPI), exact (bagua_allreduce), q8, q4, "
-     "fp16, bf16 or sign (the compressed allreduces; float32 sums only)."},
+     "PMPI interposer: where MPI_Allreduce goes: off (MPI), or an algorithm bagua lists "
+     "(bagua-info --support): exact (bagua_allreduce), or a compressed one (float32 sums "
+     "only)."},
     {"BAGUA_PMPI_MIN_COUNT", "16384",
      "PMPI interposer: calls with fewer elements stay with MPI (measured in doc/pmpi.md)."},
     {"BAGUA_PMPI_IALLREDUCE", "1",
-     "PMPI interposer: 1 = route MPI_Iallreduce in modes exact, q8 and q4, raising MPI_Init's "
-     "thread level to MPI_THREAD_MULTIPLE; 0 = leave MPI_Iallreduce and the level to MPI."},
+     "PMPI interposer: 1 = route MPI_Iallreduce in the modes with a nonblocking call (every "
+     "algorithm the iallreduce family offers, not sign), raising MPI_Init's thread level to "
+     "MPI_THREAD_MULTIPLE; 0 = leave MPI_Iallreduce and the level to MPI."},
     {"BAGUA_PMPI_VERBOSE", "0",
      "PMPI interposer: 1 = each rank prints one line at MPI_Finalize: calls routed and "
      "passed through (and why), bytes, time.",

@@ -87,25 +87,18 @@ int allreduce_sign(const void *sendbuf, void *recvbuf, int count, MPI_Op op, MPI
 
 int run_aligned(Mode mode, const void *sendbuf, void *recvbuf, int count, TypeClass type, MPI_Op op,
                 MPI_Comm comm, void *program_recvbuf) {
-  const MPI_Datatype t = bagua_type(type);
-  switch (mode) {
-    case Mode::exact: return bagua_allreduce(sendbuf, recvbuf, count, t, op, comm);
-    case Mode::q8: return bagua_allreduce_q8(sendbuf, recvbuf, count, t, op, comm);
-    case Mode::q4: return bagua_allreduce_q4(sendbuf, recvbuf, count, t, op, comm);
-    case Mode::fp16: return bagua_allreduce_fp16(sendbuf, recvbuf, count, t, op, comm);
-    case Mode::bf16: return bagua_allreduce_bf16(sendbuf, recvbuf, count, t, op, comm);
-    case Mode::sign: return allreduce_sign(sendbuf, recvbuf, count, op, comm, program_recvbuf);
-    case Mode::off: break;
-  }
-  return BAGUA_ERR_INTERNAL;
+  if (mode == Mode::off) return BAGUA_ERR_INTERNAL;
+  // Algorithms with state run with one per buffer (sign: allreduce_sign).
+  if (bagua_algorithm_has_state(algorithm_of(mode)))
+    return allreduce_sign(sendbuf, recvbuf, count, op, comm, program_recvbuf);
+  return bagua_allreduce_alg(sendbuf, recvbuf, count, bagua_type(type), op, comm,
+                             algorithm_of(mode));
 }
 
 int start_aligned(Mode mode, const void *sendbuf, void *recvbuf, int count, TypeClass type,
                   MPI_Op op, MPI_Comm comm, MPI_Request *request) {
-  const MPI_Datatype t = bagua_type(type);
-  if (mode == Mode::q8) return bagua_iallreduce_q8(sendbuf, recvbuf, count, t, op, comm, request);
-  if (mode == Mode::q4) return bagua_iallreduce_q4(sendbuf, recvbuf, count, t, op, comm, request);
-  return bagua_iallreduce(sendbuf, recvbuf, count, t, op, comm, request);
+  return bagua_iallreduce_alg(sendbuf, recvbuf, count, bagua_type(type), op, comm,
+                              algorithm_of(mode), request);
 }
 
 // bagua needs element-aligned buffers, MPI does not. Alignment is local to a
@@ -167,20 +160,10 @@ int run_nonblocking_staged(Mode mode, const void *sendbuf, void *recvbuf, int co
 }  // namespace
 
 const char *bagua_function(Mode mode, CallKind call) {
-  if (call == CallKind::nonblocking)
-    return mode == Mode::q8   ? "bagua_iallreduce_q8"
-           : mode == Mode::q4 ? "bagua_iallreduce_q4"
-                              : "bagua_iallreduce";
-  switch (mode) {
-    case Mode::exact: return "bagua_allreduce";
-    case Mode::q8: return "bagua_allreduce_q8";
-    case Mode::q4: return "bagua_allreduce_q4";
-    case Mode::fp16: return "bagua_allreduce_fp16";
-    case Mode::bf16: return "bagua_allreduce_bf16";
-    case Mode::sign: return "bagua_allreduce_sign";
-    case Mode::off: break;
-  }
-  return "PMPI_Allreduce";
+  if (mode == Mode::off) return "PMPI_Allreduce";
+  if (call == CallKind::nonblocking) return "bagua_iallreduce_alg";
+  return bagua_algorithm_has_state(algorithm_of(mode)) ? "bagua_allreduce_sign"
+                                                       : "bagua_allreduce_alg";
 }
 
 int run_blocking(Mode mode, const void *sendbuf, void *recvbuf, int count, TypeClass type,

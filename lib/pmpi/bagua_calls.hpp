@@ -7,7 +7,7 @@
 
 namespace bagua::pmpi {
 
-// "bagua_allreduce_q8", "bagua_iallreduce", ...: the function a routed call uses.
+// "bagua_allreduce_alg", "bagua_iallreduce_alg", ...: the function a routed call uses.
 const char *bagua_function(Mode mode, CallKind call);
 
 // Runs MPI_Allreduce's arguments through the mode's bagua function; `type`
@@ -15,7 +15,7 @@ const char *bagua_function(Mode mode, CallKind call);
 int run_blocking(Mode mode, const void *sendbuf, void *recvbuf, int count, TypeClass type,
                  MPI_Op op, MPI_Comm comm);
 
-// As run_blocking for MPI_Iallreduce (modes exact and q8); *request
+// As run_blocking for MPI_Iallreduce (modes with a nonblocking call); *request
 // completes as an MPI request. Returns a bagua status.
 int run_nonblocking(Mode mode, const void *sendbuf, void *recvbuf, int count, TypeClass type,
                     MPI_Op op, MPI_Comm comm, MPI_Request *request);

@@ -297,7 +297,8 @@ int iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 extern "C" {
 
 /** MPI_Init; raises the thread level to MPI_THREAD_MULTIPLE when
- *  MPI_Iallreduce routing is on (BAGUA_PMPI=exact|q8|q4, BAGUA_PMPI_IALLREDUCE=1). */
+ *  MPI_Iallreduce routing is on (a BAGUA_PMPI mode with a nonblocking call,
+ *  BAGUA_PMPI_IALLREDUCE=1). */
 BAGUA_PMPI_EXPORT int MPI_Init(int *argc, char ***argv) { return bagua::pmpi::init(argc, argv); }
 
 /** MPI_Init_thread; raises `required` as MPI_Init does. */
@@ -311,7 +312,7 @@ BAGUA_PMPI_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int coun
   return bagua::pmpi::allreduce(sendbuf, recvbuf, count, datatype, op, comm);
 }
 
-/** MPI_Iallreduce: bagua_iallreduce(_q8, _q4) for routed calls, PMPI_Iallreduce otherwise. */
+/** MPI_Iallreduce: bagua_iallreduce_alg for routed calls, PMPI_Iallreduce otherwise. */
 BAGUA_PMPI_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
                                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                      MPI_Request *request) {

@@ -3,11 +3,10 @@
 namespace bagua::pmpi {
 namespace {
 
-constexpr const char *kModeNames[] = {"off", "exact", "q8", "fp16", "bf16", "sign", "q4"};
 constexpr const char *kRouteNames[kRouteCount] = {"bagua", "off", "small",      "comm",
                                                   "type",  "op",  "nonblocking"};
 
-bool is_relaxed(Mode mode) { return mode != Mode::off && mode != Mode::exact; }
+bool is_relaxed(Mode mode) { return mode != Mode::off && mode != mode_of(BAGUA_ALGORITHM_EXACT); }
 
 // bagua_allreduce: float and double, sum / max / min. The relaxed calls:
 // float32 with MPI_SUM only.
@@ -24,7 +23,8 @@ bool supports_op(Mode mode, OpClass op) {
 }  // namespace
 
 bool has_nonblocking(Mode mode) {
-  return mode == Mode::exact || mode == Mode::q8 || mode == Mode::q4;
+  return mode != Mode::off && bagua_algorithm_offered(algorithm_of(mode), "iallreduce") &&
+         !bagua_algorithm_has_state(algorithm_of(mode));
 }
 
 Route route(const Policy &policy, const CallShape &shape) {
@@ -39,16 +39,23 @@ Route route(const Policy &policy, const CallShape &shape) {
 }
 
 bool parse_mode(std::string_view text, Mode *out) {
-  for (int i = 0; i < static_cast<int>(std::size(kModeNames)); ++i) {
-    if (text == kModeNames[i]) {
-      *out = static_cast<Mode>(i);
+  if (text == "off") {
+    *out = Mode::off;
+    return true;
+  }
+  // Every algorithm bagua lists, by name.
+  for (int a = 0; const char *name = bagua_algorithm_name(bagua_algorithm(a)); ++a) {
+    if (text == name) {
+      *out = mode_of(bagua_algorithm(a));
       return true;
     }
   }
   return false;
 }
 
-const char *mode_name(Mode mode) { return kModeNames[static_cast<int>(mode)]; }
+const char *mode_name(Mode mode) {
+  return mode == Mode::off ? "off" : bagua_algorithm_name(algorithm_of(mode));
+}
 
 const char *route_name(Route route) { return kRouteNames[static_cast<int>(route)]; }
 

@@ -1,6 +1,7 @@
 // The routing rule of the PMPI interposer: which MPI_Allreduce /
 // MPI_Iallreduce calls go to bagua and which stay with MPI. Pure (no MPI), so
-// it is unit-tested on its own. It reads only what MPI requires to be equal on
+// it is unit-tested on its own (the algorithms' names and families are
+// bagua's local queries). It reads only what MPI requires to be equal on
 // every rank of a collective (datatype, op, count, communicator), so every
 // rank decides alike.
 #pragma once
@@ -9,11 +10,16 @@
 #include <iterator>
 #include <string_view>
 
+#include "bagua.h"
+
 namespace bagua::pmpi {
 
-// BAGUA_PMPI: off passes everything to MPI; exact uses bagua_allreduce; the
-// others are the relaxed (compressed) allreduces.
-enum class Mode { off, exact, q8, fp16, bf16, sign, q4 };
+// BAGUA_PMPI: off passes everything to MPI; any other value is the
+// bagua_algorithm of that name (bagua_algorithm_name lists them): exact uses
+// bagua_allreduce, the others are the relaxed (compressed) allreduces.
+enum class Mode : int { off = -1 };
+constexpr Mode mode_of(bagua_algorithm a) { return static_cast<Mode>(a); }
+constexpr bagua_algorithm algorithm_of(Mode m) { return static_cast<bagua_algorithm>(m); }
 
 // The datatype as far as routing cares: MPI_FLOAT / MPI_REAL / MPI_REAL4 are
 // float32, MPI_DOUBLE / MPI_DOUBLE_PRECISION / MPI_REAL8 float64.
@@ -63,12 +69,13 @@ struct CallShape {
 // elements on.
 Route route(const Policy &policy, const CallShape &shape);
 
-// The modes with a nonblocking bagua call (bagua_iallreduce, _q8, _q4).
+// The modes with a nonblocking bagua call (the algorithms the iallreduce
+// family offers: bagua_iallreduce_alg).
 bool has_nonblocking(Mode mode);
 
 // Parses a BAGUA_PMPI value; false if it is not a mode name.
 bool parse_mode(std::string_view text, Mode *out);
-// "off", "exact", "q8", ...
+// "off", or the algorithm's name.
 const char *mode_name(Mode mode);
 // "bagua", "off", "small", "comm", "type", "op", "nonblocking".
 const char *route_name(Route route);

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 namespace bagua::pmpi {
@@ -27,6 +28,14 @@ std::string bad_value(const char *name, const char *value, const char *accepted)
   return std::string(name) + "='" + value + "' is not " + accepted;
 }
 
+// "off, exact, q8, ...": every mode, from bagua's list of algorithms.
+std::string mode_names() {
+  std::string names = "off";
+  for (int a = 0; const char *name = bagua_algorithm_name(bagua_algorithm(a)); ++a)
+    names += std::string(", ") + name;
+  return names;
+}
+
 }  // namespace
 
 bool parse_settings(const char *(*getenv_fn)(const char *), Settings *out, std::string *error) {
@@ -36,7 +45,7 @@ bool parse_settings(const char *(*getenv_fn)(const char *), Settings *out, std::
     return v != nullptr && *v != '\0' ? v : nullptr;
   };
   if (const char *v = value_of("BAGUA_PMPI"); v && !parse_mode(v, &s.mode)) {
-    *error = bad_value("BAGUA_PMPI", v, "one of off, exact, q8, q4, fp16, bf16, sign");
+    *error = bad_value("BAGUA_PMPI", v, ("one of " + mode_names()).c_str());
     return false;
   }
   if (const char *v = value_of("BAGUA_PMPI_MIN_COUNT"); v && !parse_count(v, &s.min_count)) {

@@ -27,6 +27,11 @@ const char *fake_getenv(const char *name) {
   return it == g_env.end() ? nullptr : it->second.c_str();
 }
 
+constexpr Mode kExact = mode_of(BAGUA_ALGORITHM_EXACT), kQ8 = mode_of(BAGUA_ALGORITHM_Q8),
+               kQ4 = mode_of(BAGUA_ALGORITHM_Q4), kFp16 = mode_of(BAGUA_ALGORITHM_FP16),
+               kBf16 = mode_of(BAGUA_ALGORITHM_BF16), kSign = mode_of(BAGUA_ALGORITHM_SIGN),
+               kMxfp8 = mode_of(BAGUA_ALGORITHM_MXFP8);
+
 }  // namespace
 
 TEST_CASE("off passes every call through", "[pmpi]") {
@@ -36,13 +41,13 @@ TEST_CASE("off passes every call through", "[pmpi]") {
 TEST_CASE("exact routes float and double with sum, max and min", "[pmpi]") {
   for (TypeClass type : {TypeClass::float32, TypeClass::float64})
     for (OpClass op : {OpClass::sum, OpClass::max, OpClass::min})
-      CHECK(route(policy(Mode::exact), shape(type, op)) == Route::bagua);
-  CHECK(route(policy(Mode::exact), shape(TypeClass::other, OpClass::sum)) == Route::pass_type);
-  CHECK(route(policy(Mode::exact), shape(TypeClass::float32, OpClass::other)) == Route::pass_op);
+      CHECK(route(policy(kExact), shape(type, op)) == Route::bagua);
+  CHECK(route(policy(kExact), shape(TypeClass::other, OpClass::sum)) == Route::pass_type);
+  CHECK(route(policy(kExact), shape(TypeClass::float32, OpClass::other)) == Route::pass_op);
 }
 
 TEST_CASE("relaxed modes route float32 sums only", "[pmpi]") {
-  for (Mode mode : {Mode::q8, Mode::q4, Mode::fp16, Mode::bf16, Mode::sign}) {
+  for (Mode mode : {kQ8, kQ4, kFp16, kBf16, kSign, kMxfp8}) {
     INFO(mode_name(mode));
     CHECK(route(policy(mode), shape(TypeClass::float32, OpClass::sum)) == Route::bagua);
     CHECK(route(policy(mode), shape(TypeClass::float64, OpClass::sum)) == Route::pass_type);
@@ -54,32 +59,34 @@ TEST_CASE("relaxed modes route float32 sums only", "[pmpi]") {
 
 TEST_CASE("only intra-communicators of two or more ranks are routed", "[pmpi]") {
   for (CommKind comm : {CommKind::single_rank, CommKind::inter, CommKind::null})
-    CHECK(route(policy(Mode::exact), shape(TypeClass::float32, OpClass::sum, 1000, comm)) ==
+    CHECK(route(policy(kExact), shape(TypeClass::float32, OpClass::sum, 1000, comm)) ==
           Route::pass_comm);
 }
 
 TEST_CASE("calls below the minimum count stay with MPI", "[pmpi]") {
-  const Policy p = policy(Mode::q8, 100);
+  const Policy p = policy(kQ8, 100);
   CHECK(route(p, shape(TypeClass::float32, OpClass::sum, 99)) == Route::pass_small);
   CHECK(route(p, shape(TypeClass::float32, OpClass::sum, 100)) == Route::bagua);
-  CHECK(route(policy(Mode::exact, 0), shape(TypeClass::float32, OpClass::sum, 0)) ==
-        Route::pass_small);
+  CHECK(route(policy(kExact, 0), shape(TypeClass::float32, OpClass::sum, 0)) == Route::pass_small);
 }
 
-TEST_CASE("iallreduce is routed in exact, q8 and q4 when the thread level allows", "[pmpi]") {
+TEST_CASE(
+    "iallreduce is routed in the modes bagua_iallreduce_alg offers, when the thread level "
+    "allows",
+    "[pmpi]") {
   const CallShape nb =
       shape(TypeClass::float32, OpClass::sum, 1000, CommKind::intra, CallKind::nonblocking);
-  CHECK(route(policy(Mode::exact), nb) == Route::bagua);
-  CHECK(route(policy(Mode::q8), nb) == Route::bagua);
-  CHECK(route(policy(Mode::q4), nb) == Route::bagua);
-  CHECK(route(policy(Mode::fp16), nb) == Route::pass_nonblocking);
-  CHECK(route(policy(Mode::sign), nb) == Route::pass_nonblocking);
-  CHECK(route(policy(Mode::exact, 100, false), nb) == Route::pass_nonblocking);
+  CHECK(route(policy(kExact), nb) == Route::bagua);
+  CHECK(route(policy(kQ8), nb) == Route::bagua);
+  CHECK(route(policy(kQ4), nb) == Route::bagua);
+  CHECK(route(policy(kFp16), nb) == Route::bagua);
+  CHECK(route(policy(kMxfp8), nb) == Route::bagua);
+  CHECK(route(policy(kSign), nb) == Route::pass_nonblocking);
+  CHECK(route(policy(kExact, 100, false), nb) == Route::pass_nonblocking);
 }
 
 TEST_CASE("mode names round-trip", "[pmpi]") {
-  for (Mode mode :
-       {Mode::off, Mode::exact, Mode::q8, Mode::fp16, Mode::bf16, Mode::sign, Mode::q4}) {
+  for (Mode mode : {Mode::off, kExact, kQ8, kFp16, kBf16, kSign, kQ4, kMxfp8}) {
     Mode parsed = Mode::off;
     REQUIRE(parse_mode(mode_name(mode), &parsed));
     CHECK(parsed == mode);
@@ -103,7 +110,7 @@ TEST_CASE("settings: defaults, values and malformed values", "[pmpi]") {
            {"BAGUA_PMPI_VERBOSE", "1"},
            {"BAGUA_PMPI_IALLREDUCE", "0"}};
   REQUIRE(parse_settings(fake_getenv, &s, &error));
-  CHECK(s.mode == Mode::q8);
+  CHECK(s.mode == kQ8);
   CHECK(s.min_count == 0);
   CHECK(s.verbose);
   CHECK_FALSE(s.iallreduce);
@@ -125,7 +132,7 @@ TEST_CASE("the summary counts routed and passed calls", "[pmpi]") {
   stats.record(Route::pass_small, 8, 0.0);
   stats.record(Route::pass_type, 40, 0.0);
   stats.record_inner();
-  const std::string line = stats.summary(3, policy(Mode::q8, 4096));
+  const std::string line = stats.summary(3, policy(kQ8, 4096));
   CHECK(line ==
         "bagua-pmpi: rank 3: mode q8, min count 4096: routed 1 calls (4.0 MiB, 0.500 s); "
         "passed 2 calls (48 B, 0.000 s: small 1, type 1); bagua's own calls 1");
