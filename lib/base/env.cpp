@@ -103,8 +103,8 @@ constexpr EnvVar kVars[] = {
      "bagua_torch.init(): torch.distributed backend of the default group when init() is not "
      "given one (gloo, or bagua for the c10d backend)."},
     {"BAGUA_TORCH_ALGORITHM", "exact",
-     "bagua_torch c10d backend: allreduce algorithm of floating-point sums (exact, q8, q4, "
-     "fp16, bf16) in groups whose pg_options name none."},
+     "bagua_torch c10d backend: allreduce algorithm of floating-point sums (any algorithm "
+     "bagua lists without state: exact, q8, ...) in groups whose pg_options name none."},
     {"BAGUA_TORCH_MASTER_ADDR", "",
      "bagua_torch.init() under mpirun: address other ranks reach rank 0's TCPStore at; empty = "
      "rank 0's hostname.",

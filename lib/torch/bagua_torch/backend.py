@@ -8,8 +8,8 @@ from . import _C, runtime
 
 
 class ProcessGroupOptions:
-    """pg_options of a "bagua" group: the wire of its floating-point sum allreduces (exact, q8,
-    q4, fp16, bf16; None: BAGUA_TORCH_ALGORITHM, default exact)."""
+    """pg_options of a "bagua" group: the wire of its floating-point sum allreduces (any of
+    _C.algorithms(with_state=False); None: BAGUA_TORCH_ALGORITHM, default exact)."""
 
     def __init__(self, algorithm=None):
         self.algorithm = algorithm

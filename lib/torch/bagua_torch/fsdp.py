@@ -5,20 +5,21 @@ from torch.distributed.fsdp import FSDPModule
 from torch.distributed.fsdp._fully_shard._fsdp_api import ReduceScatter
 
 from . import ops, runtime
-from .hooks import ALGORITHMS
+from . import _C
 
 
 class RelaxedReduceScatter(ReduceScatter):
-    """FSDP2's gradient reduce-scatter through a bagua allreduce of `algorithm` (q8, q4, fp16,
-    bf16 or exact) of the whole flat gradient, of which each rank keeps its shard: the wire
+    """FSDP2's gradient reduce-scatter through a bagua allreduce of `algorithm` (any the library
+    lists without state: _C.algorithms(with_state=False)) of the whole flat gradient, of which each rank keeps its shard: the wire
     carries 2 (n - 1) / n of the gradient in the algorithm's format, so q8 moves half the bytes of
     an exact float32 reduce-scatter and q4 a quarter. No error feedback. Its communicator (a
     private one of the group's ranks) is made on the first call, which is collective."""
 
     def __init__(self, algorithm="q8"):
-        if algorithm not in ALGORITHMS or algorithm == "sign":
+        choices = _C.algorithms(with_state=False)
+        if algorithm not in choices:
             raise ValueError(f"unknown algorithm '{algorithm}' for the reduce-scatter: choose one "
-                             f"of {', '.join(a for a in ALGORITHMS if a != 'sign')}")
+                             f"of {', '.join(choices)}")
         self.algorithm = algorithm
         self._comms = {}  # group -> bagua communicator of its ranks
 

@@ -5,7 +5,8 @@ import torch.distributed as dist
 
 from . import _C, runtime
 
-ALGORITHMS = ("exact", "q8", "q4", "fp16", "bf16", "sign")
+# Every algorithm the library lists (bagua_algorithm_name): a wire added there is one here.
+ALGORITHMS = tuple(_C.algorithms())
 
 
 class HookState:

@@ -18,7 +18,8 @@ def SignState(count, comm=None):
 
 
 def allreduce_(tensor, algorithm="exact", average=True, comm=None, state=None):
-    """Allreduce in place with `algorithm` (exact, q8, q4, fp16, sign; sign needs state=SignState),
+    """Allreduce in place with `algorithm` (any of bagua_torch.ALGORITHMS; those with state, sign,
+    need state=SignState),
     averaging (BAGUA_AVG) or summing. Every rank gets bit-identical results. Returns tensor."""
     _C.allreduce_(_tensor(tensor), algorithm, average, runtime.as_comm(comm), state)
     return tensor

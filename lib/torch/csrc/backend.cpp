@@ -473,13 +473,13 @@ class BaguaBackend : public c10d::Backend {
   // that it does not take exact bagua; everything else reduces an allgather.
   void allreduce_now(at::Tensor &t, RedOp op) {
     const MPI_Datatype relaxed = algorithm_datatype(algorithm_, t.scalar_type());
-    const MPI_Datatype exact = algorithm_datatype(Algorithm::exact, t.scalar_type());
+    const MPI_Datatype exact = algorithm_datatype(BAGUA_ALGORITHM_EXACT, t.scalar_type());
     const MPI_Op mpi_op = bagua_op(op);
     if ((op == RedOp::SUM || op == RedOp::AVG) && relaxed != MPI_DATATYPE_NULL) {
       check_bagua(run_allreduce(algorithm_, t, relaxed, mpi_op, handle_, nullptr),
                   algorithm_call(algorithm_));
     } else if (mpi_op != MPI_OP_NULL && exact != MPI_DATATYPE_NULL) {
-      check_bagua(run_allreduce(Algorithm::exact, t, exact, mpi_op, handle_, nullptr),
+      check_bagua(run_allreduce(BAGUA_ALGORITHM_EXACT, t, exact, mpi_op, handle_, nullptr),
                   "bagua_allreduce");
     } else {
       t.view({-1}).copy_(reduce_rows(gathered(t).view({getSize(), -1}), op));
@@ -525,7 +525,7 @@ class BaguaBackend : public c10d::Backend {
   // Floating types with bagua's ops: bagua_reduce_scatter_block; the rest
   // reduce an allgather.
   void reduce_scatter_now(const at::Tensor &output, const at::Tensor &input, RedOp op) {
-    const MPI_Datatype exact = algorithm_datatype(Algorithm::exact, input.scalar_type());
+    const MPI_Datatype exact = algorithm_datatype(BAGUA_ALGORITHM_EXACT, input.scalar_type());
     const MPI_Op mpi_op = op == RedOp::PRODUCT ? MPI_PROD : bagua_op(op);
     if (exact != MPI_DATATYPE_NULL && mpi_op != MPI_OP_NULL) {
       check_bagua(
@@ -629,7 +629,7 @@ class BaguaBackend : public c10d::Backend {
 c10::intrusive_ptr<BaguaBackend> create(std::shared_ptr<Comm> comm, std::shared_ptr<Comm> messages,
                                         const std::string &algorithm_name) {
   const Algorithm algorithm = parse_algorithm(algorithm_name);
-  if (algorithm == Algorithm::sign)
+  if (has_state(algorithm))
     throw py::value_error(
         "the bagua backend keeps no per-tensor error feedback, so it has no sign allreduce: use "
         "the DDP hook, bagua_torch.register(ddp, 'sign')");

@@ -70,9 +70,13 @@ std::string tensor_problem(const at::Tensor &t);
 // "torch.float32" and the like.
 std::string dtype_name(at::ScalarType type);
 
-// The allreduce flavours of bagua: exact, q8 / q4 (8 / 4 bits on the wire),
-// fp16 / bf16 (16 bits), sign (1 bit with error feedback, needs a SignState).
-enum class Algorithm { exact, q8, fp16, bf16, sign, q4 };
+// The allreduce flavours of bagua: every algorithm the library lists
+// (bagua_algorithm_name), exact or compressed; those with state (sign: error
+// feedback) need a SignState.
+using Algorithm = bagua_algorithm;
+
+// Every algorithm's name, in the library's order.
+std::vector<std::string> algorithm_names();
 
 // Throws py::value_error listing the names for an unknown one.
 Algorithm parse_algorithm(const std::string &name);
@@ -85,6 +89,8 @@ const char *algorithm_call(Algorithm algorithm);
 MPI_Datatype algorithm_datatype(Algorithm algorithm, at::ScalarType type);
 // The dtypes `algorithm` takes, for messages.
 std::string algorithm_dtypes(Algorithm algorithm);
+// Whether the algorithm keeps state per buffer (its calls take a SignState).
+bool has_state(Algorithm algorithm);
 
 // Error feedback of bagua_allreduce_sign for one buffer of `count` elements.
 class SignState {

@@ -170,59 +170,44 @@ std::string tensor_problem(const at::Tensor &t) {
 
 namespace {
 
-// Each algorithm's bagua wire (its name is the library's, bagua_algorithm_name).
-struct AlgorithmInfo {
-  Algorithm algorithm;
-  bagua_algorithm wire;
-  const char *call;
-  bool takes_double;
-};
-
-constexpr AlgorithmInfo kAlgorithms[] = {
-    {Algorithm::exact, BAGUA_ALGORITHM_EXACT, "bagua_allreduce", true},
-    {Algorithm::q8, BAGUA_ALGORITHM_Q8, "bagua_allreduce_q8", false},
-    {Algorithm::q4, BAGUA_ALGORITHM_Q4, "bagua_allreduce_q4", false},
-    {Algorithm::fp16, BAGUA_ALGORITHM_FP16, "bagua_allreduce_fp16", false},
-    {Algorithm::bf16, BAGUA_ALGORITHM_BF16, "bagua_allreduce_bf16", false},
-    {Algorithm::sign, BAGUA_ALGORITHM_SIGN, "bagua_allreduce_sign", false},
-};
-
-const AlgorithmInfo &info(Algorithm algorithm) {
-  for (const AlgorithmInfo &a : kAlgorithms)
-    if (a.algorithm == algorithm) return a;
-  throw std::logic_error("unknown algorithm");
-}
+// exact takes float64 too; the codecs read float32 and the half types.
+bool takes_double(Algorithm algorithm) { return algorithm == BAGUA_ALGORITHM_EXACT; }
 
 }  // namespace
 
+std::vector<std::string> algorithm_names() {
+  std::vector<std::string> names;
+  for (int a = 0; const char *name = bagua_algorithm_name(Algorithm(a)); ++a) names.push_back(name);
+  return names;
+}
+
 Algorithm parse_algorithm(const std::string &name) {
-  bagua_algorithm wire = BAGUA_ALGORITHM_EXACT;
-  const bool known = bagua_algorithm_from_name(name.c_str(), &wire) == BAGUA_SUCCESS;
+  Algorithm algorithm = BAGUA_ALGORITHM_EXACT;
+  if (bagua_algorithm_from_name(name.c_str(), &algorithm) == BAGUA_SUCCESS) return algorithm;
   std::string names;
-  for (const AlgorithmInfo &a : kAlgorithms) {
-    if (known && a.wire == wire) return a.algorithm;
-    names += std::string(names.empty() ? "" : ", ") + bagua_algorithm_name(a.wire);
-  }
+  for (const std::string &known : algorithm_names()) names += (names.empty() ? "" : ", ") + known;
   throw py::value_error("unknown algorithm '" + name + "': choose one of " + names);
 }
 
-const char *algorithm_name(Algorithm algorithm) {
-  return bagua_algorithm_name(info(algorithm).wire);
+const char *algorithm_name(Algorithm algorithm) { return bagua_algorithm_name(algorithm); }
+const char *algorithm_call(Algorithm algorithm) {
+  if (algorithm == BAGUA_ALGORITHM_EXACT) return "bagua_allreduce";
+  return has_state(algorithm) ? "bagua_allreduce_sign" : "bagua_allreduce_alg";
 }
-const char *algorithm_call(Algorithm algorithm) { return info(algorithm).call; }
+bool has_state(Algorithm algorithm) { return bagua_algorithm_has_state(algorithm) != 0; }
 
 MPI_Datatype algorithm_datatype(Algorithm algorithm, at::ScalarType type) {
   switch (type) {
     case at::kFloat: return MPI_FLOAT;
     case at::kHalf: return BAGUA_FLOAT16;
     case at::kBFloat16: return BAGUA_BFLOAT16;
-    case at::kDouble: return info(algorithm).takes_double ? MPI_DOUBLE : MPI_DATATYPE_NULL;
+    case at::kDouble: return takes_double(algorithm) ? MPI_DOUBLE : MPI_DATATYPE_NULL;
     default: return MPI_DATATYPE_NULL;
   }
 }
 
 std::string algorithm_dtypes(Algorithm algorithm) {
-  return std::string("torch.float32, ") + (info(algorithm).takes_double ? "torch.float64, " : "") +
+  return std::string("torch.float32, ") + (takes_double(algorithm) ? "torch.float64, " : "") +
          "torch.float16 or torch.bfloat16";
 }
 
@@ -257,10 +242,11 @@ MPI_Datatype checked_datatype(Algorithm algorithm, const at::Tensor &t, const Si
     throw py::type_error(std::string(algorithm_name(algorithm)) + " takes " +
                          algorithm_dtypes(algorithm) + " tensors, not " +
                          dtype_name(t.scalar_type()));
-  if (algorithm == Algorithm::sign && (sign == nullptr || sign->count() != t.numel()))
-    throw py::value_error(
-        "sign keeps error feedback per buffer: pass a SignState made for this tensor's numel (" +
-        std::to_string(t.numel()) + ")");
+  if (has_state(algorithm) && (sign == nullptr || sign->count() != t.numel()))
+    throw py::value_error(std::string(algorithm_name(algorithm)) +
+                          " keeps error feedback per buffer: pass a SignState made for this "
+                          "tensor's numel (" +
+                          std::to_string(t.numel()) + ")");
   return datatype;
 }
 
@@ -268,9 +254,9 @@ int run_allreduce(Algorithm algorithm, at::Tensor &t, MPI_Datatype datatype, MPI
                   MPI_Comm comm, const SignState *sign) {
   void *data = t.data_ptr();
   const int count = static_cast<int>(t.numel());
-  if (algorithm == Algorithm::sign)
+  if (has_state(algorithm))
     return bagua_allreduce_sign(MPI_IN_PLACE, data, count, datatype, op, comm, sign->get());
-  return bagua_allreduce_alg(MPI_IN_PLACE, data, count, datatype, op, comm, info(algorithm).wire);
+  return bagua_allreduce_alg(MPI_IN_PLACE, data, count, datatype, op, comm, algorithm);
 }
 
 namespace {
@@ -340,12 +326,13 @@ void broadcast(at::Tensor t, int root, const Comm &comm) {
 MPI_Datatype averaging_datatype(const at::Tensor &t, bool takes_double, const char *what) {
   const std::string problem = tensor_problem(t);
   if (!problem.empty()) throw py::value_error("the tensor " + problem);
-  const MPI_Datatype datatype =
-      algorithm_datatype(takes_double ? Algorithm::exact : Algorithm::q8, t.scalar_type());
+  const MPI_Datatype datatype = algorithm_datatype(
+      takes_double ? BAGUA_ALGORITHM_EXACT : BAGUA_ALGORITHM_Q8, t.scalar_type());
   if (datatype == MPI_DATATYPE_NULL)
-    throw py::type_error(std::string(what) + " takes floating tensors (" +
-                         algorithm_dtypes(takes_double ? Algorithm::exact : Algorithm::q8) +
-                         "), not " + dtype_name(t.scalar_type()));
+    throw py::type_error(
+        std::string(what) + " takes floating tensors (" +
+        algorithm_dtypes(takes_double ? BAGUA_ALGORITHM_EXACT : BAGUA_ALGORITHM_Q8) + "), not " +
+        dtype_name(t.scalar_type()));
   return datatype;
 }
 
@@ -540,8 +527,8 @@ class HookRunner {
   // Adds what the bucket's allreduce sent, as bagua_allreduce_bytes reckons it.
   void count_bytes(const Job &job) {
     MPI_Count bytes = 0;
-    if (bagua_allreduce_bytes(info(algorithm_).wire, job.tensor.numel(), job.datatype, mpi_comm_,
-                              &bytes) == BAGUA_SUCCESS)
+    if (bagua_allreduce_bytes(algorithm_, job.tensor.numel(), job.datatype, mpi_comm_, &bytes) ==
+        BAGUA_SUCCESS)
       bytes_sent_ += bytes;
   }
 
@@ -629,6 +616,17 @@ void define_states(py::module_ &m) {
 }
 
 void define_calls(py::module_ &m) {
+  m.def(
+      "algorithms",
+      [](bool with_state) {
+        std::vector<std::string> names;
+        for (const std::string &name : algorithm_names())
+          if (with_state || !has_state(parse_algorithm(name))) names.push_back(name);
+        return names;
+      },
+      py::arg("with_state") = true,
+      "Every allreduce algorithm the library lists (exact, then its compressed wires); "
+      "with_state=False leaves out those that need a SignState.");
   m.def("mpi_init", &mpi_init,
         "Initialises MPI (MPI_THREAD_MULTIPLE) unless it is; True if this call did.");
   m.def(
