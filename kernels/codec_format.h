@@ -341,12 +341,10 @@ BAGUA_HD uint8_t mx_quantize(float x, uint8_t scale) {
   const int log2v = mx_floor_log2(x) - shared;
   const int quantum = log2v < -6 ? -9 : log2v - 3;
   const int rshift = quantum - (e - 23 - shared);  // >= 1 for every finite x
-  uint32_t q = 0;
-  if (rshift < 32) {
-    q = m >> rshift;
-    const uint32_t rest = m & ((1u << rshift) - 1u), half = 1u << (rshift - 1);
-    if (rest > half || (rest == half && (q & 1u))) ++q;
-  }
+  // Round to nearest even without branches (the rounding bits are random).
+  const uint32_t shift = rshift < 31 ? uint32_t(rshift) : 31u;
+  const uint32_t kept = m >> shift, rest = m & ((1u << shift) - 1u), half = 1u << (shift - 1);
+  const uint32_t q = kept + (uint32_t(rest > half) | (uint32_t(rest == half) & kept & 1u));
   // Subnormal codes are q itself; a normal one is (exponent + 7) * 8 + (q - 8),
   // which carries a rounded-up q of 16 into the next binade.
   const uint32_t code = quantum == -9 ? q : uint32_t(log2v + 6) * 8 + q;

@@ -1,6 +1,7 @@
 // Compressed allreduce benchmark: in one run, MPI_Allreduce (Open MPI's
 // default algorithm and its ring), bagua_allreduce (exact), and the
-// compressed bagua_allreduce_q8, _q4, _fp16, _bf16 and bagua_allreduce_sign, on
+// compressed allreduce of every algorithm the library lists (bagua_allreduce_alg, sign with
+// its state), on
 // float32 buffers. Columns follow nccl-tests; with a link rate (--link RATE or
 // BAGUA_BENCH_LINK, set by bench/netemu.sh) each row also shows the bytes a
 // rank sends, the time the link alone needs for them and the fraction of that
@@ -8,7 +9,7 @@
 // MPI_Allreduce of the same run (> 1: faster).
 //
 // usage: mpirun -np N bagua-bench-compressed [-s MiB,MiB,...] [-i ITERS] [-w WARMUP]
-//                                            [-a mpi,ring,bagua,q8,q4,fp16,bf16,sign]
+//                                            [-a mpi,ring,bagua,q8,...]
 //                                            [--link RATE] [--evict MiB] [--interleave]
 //                                            [--drain BYTES]
 // --evict MiB: each rank reads that many MiB before every timed call
@@ -46,14 +47,28 @@
 
 namespace {
 
-const std::vector<std::string> kAlgorithms{"mpi", "ring", "bagua", "q8",
-                                           "q4",  "fp16", "bf16",  "sign"};
+// MPI's allreduce (default and forced ring), bagua's exact one ("bagua"),
+// then every compressed algorithm the library lists, in its order.
+std::vector<std::string> all_algorithms() {
+  std::vector<std::string> names{"mpi", "ring", "bagua"};
+  for (int a = 1; const char *name = bagua_algorithm_name(bagua_algorithm(a)); ++a)
+    names.push_back(name);
+  return names;
+}
+
+// What crosses the wire for each row: MPI's rows are charged the exact
+// allreduce's volume, the least a bandwidth-optimal algorithm sends.
+bagua_algorithm wire_of(const std::string &algo) {
+  bagua_algorithm a = BAGUA_ALGORITHM_EXACT;
+  if (algo == "mpi" || algo == "ring" || algo == "bagua") return a;
+  return bagua_algorithm_from_name(algo.c_str(), &a) == BAGUA_SUCCESS ? a : BAGUA_ALGORITHM_EXACT;
+}
 
 struct Config {
   std::vector<double> sizes_mib{1, 16, 64};
   int iters = 5;
   int warmup = 1;
-  std::vector<std::string> algos = kAlgorithms;
+  std::vector<std::string> algos = all_algorithms();
   bagua_bench::LinkColumns link;
   double evict_mib = 0;
   long long drain_bytes = 0;
@@ -104,7 +119,8 @@ bool parse(int argc, char **argv, Config *c, std::string *why) {
     } else if (flag == "-a") {
       c->algos = split(value);
       for (const std::string &algo : c->algos)
-        if (std::find(kAlgorithms.begin(), kAlgorithms.end(), algo) == kAlgorithms.end()) {
+        if (const auto known = all_algorithms();
+            std::find(known.begin(), known.end(), algo) == known.end()) {
           *why = "unknown algorithm '" + algo + "' in -a";
           return false;
         }
@@ -180,13 +196,10 @@ class Bench {
     if (algo == "mpi") return MPI_Allreduce(s, r, c, MPI_FLOAT, MPI_SUM, mpi_);
     if (algo == "ring") return MPI_Allreduce(s, r, c, MPI_FLOAT, MPI_SUM, ring_);
     if (algo == "bagua") return bagua_allreduce(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    if (algo == "q8") return bagua_allreduce_q8(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    if (algo == "q4") return bagua_allreduce_q4(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    if (algo == "fp16") return bagua_allreduce_fp16(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    if (algo == "bf16") return bagua_allreduce_bf16(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    if (algo == "sign")
+    const bagua_algorithm a = wire_of(algo);
+    if (bagua_algorithm_has_state(a))
       return bagua_allreduce_sign(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, sign_);
-    return -1;
+    return bagua_allreduce_alg(s, r, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, a);
   }
 
   // Mean time per call of the slowest rank, after `warmup` untimed calls of
@@ -278,17 +291,6 @@ class Bench {
   bagua_sign_state_t sign_ = nullptr;
 };
 
-// What crosses the wire for each row: MPI's rows are charged the exact
-// allreduce's volume, the least a bandwidth-optimal algorithm sends.
-bagua_algorithm wire_of(const std::string &algo) {
-  if (algo == "q8") return BAGUA_ALGORITHM_Q8;
-  if (algo == "q4") return BAGUA_ALGORITHM_Q4;
-  if (algo == "fp16") return BAGUA_ALGORITHM_FP16;
-  if (algo == "bf16") return BAGUA_ALGORITHM_BF16;
-  if (algo == "sign") return BAGUA_ALGORITHM_SIGN;
-  return BAGUA_ALGORITHM_EXACT;
-}
-
 // The bytes this rank sends in one call of `algo`, as the library counts them.
 long long bytes_sent(const std::string &algo, size_t count) {
   MPI_Count bytes = 0;
@@ -332,7 +334,7 @@ int main(int argc, char **argv) {
     if (rank == 0)
       std::fprintf(stderr,
                    "bagua-bench-compressed: %s\nusage: bagua-bench-compressed [-s MiB,...] "
-                   "[-i ITERS] [-w WARMUP] [-a mpi,ring,bagua,q8,q4,fp16,bf16,sign] "
+                   "[-i ITERS] [-w WARMUP] [-a mpi,ring,bagua,<algorithm names>] "
                    "[--link RATE] [--evict MiB] [--interleave] [--drain BYTES]\n",
                    why.empty() ? "bad arguments" : why.c_str());
     MPI_Finalize();
