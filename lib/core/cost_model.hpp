@@ -164,8 +164,8 @@ std::vector<double> seconds_of(const std::vector<Estimate> &estimates);
 size_t fastest(const std::vector<double> &seconds, const std::vector<size_t> &candidates);
 
 // The recommended one of `candidates` (indices into rows and seconds,
-// predicted or measured): the most precise wire (exact, fp16, bf16, q8, q4,
-// sign) among those within kSameSpeedFraction of the fastest, the fastest
+// predicted or measured): the most precise wire (the registry's precision
+// rank) among those within kSameSpeedFraction of the fastest, the fastest
 // of them on a tie: as fast, and less error in the gradients. candidates
 // must not be empty.
 size_t recommend(const std::vector<AlgorithmRow> &rows, const std::vector<double> &seconds,

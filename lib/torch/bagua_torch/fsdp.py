@@ -10,9 +10,10 @@ from . import _C
 
 class RelaxedReduceScatter(ReduceScatter):
     """FSDP2's gradient reduce-scatter through a bagua allreduce of `algorithm` (any the library
-    lists without state: _C.algorithms(with_state=False)) of the whole flat gradient, of which each rank keeps its shard: the wire
-    carries 2 (n - 1) / n of the gradient in the algorithm's format, so q8 moves half the bytes of
-    an exact float32 reduce-scatter and q4 a quarter. No error feedback. Its communicator (a
+    lists without state: _C.algorithms(with_state=False)) of the whole flat gradient, of which
+    each rank keeps its shard: the wire carries 2 (n - 1) / n of the gradient in the algorithm's
+    format, so an 8-bit wire moves half the bytes of an exact float32 reduce-scatter and a 4-bit
+    one a quarter. No error feedback. Its communicator (a
     private one of the group's ranks) is made on the first call, which is collective."""
 
     def __init__(self, algorithm="q8"):
