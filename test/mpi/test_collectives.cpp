@@ -246,16 +246,24 @@ TEST_CASE("a receive of another size returns MISMATCH", "[collectives]") {
 
 TEST_CASE("algorithm names and bagua_allreduce_alg", "[collectives]") {
   bagua_algorithm a = BAGUA_ALGORITHM_EXACT;
-  for (int v = 0; v <= 5; ++v) {
-    const auto alg = static_cast<bagua_algorithm>(v);
-    REQUIRE(bagua_algorithm_name(alg) != nullptr);
+  // The values run from 0 without gaps; every name maps back to its value.
+  int listed = 0;
+  for (; bagua_algorithm_name(static_cast<bagua_algorithm>(listed)) != nullptr; ++listed) {
+    const auto alg = static_cast<bagua_algorithm>(listed);
     REQUIRE(bagua_algorithm_from_name(bagua_algorithm_name(alg), &a) == BAGUA_SUCCESS);
     CHECK(a == alg);
   }
+  CHECK(listed > BAGUA_ALGORITHM_MXFP8);
   CHECK(std::string(bagua_algorithm_name(BAGUA_ALGORITHM_Q4)) == "q4");
-  CHECK(bagua_algorithm_name(static_cast<bagua_algorithm>(6)) == nullptr);
+  CHECK(std::string(bagua_algorithm_name(BAGUA_ALGORITHM_MXFP8)) == "mxfp8");
+  CHECK(bagua_algorithm_name(static_cast<bagua_algorithm>(-1)) == nullptr);
+  CHECK(bagua_algorithm_offered(BAGUA_ALGORITHM_MXFP8, "iallreduce") == 1);
+  CHECK(bagua_algorithm_offered(BAGUA_ALGORITHM_SIGN, "bucket") == 0);
+  CHECK(bagua_algorithm_offered(BAGUA_ALGORITHM_Q8, "no such family") == 0);
+  CHECK(bagua_algorithm_has_state(BAGUA_ALGORITHM_SIGN) == 1);
+  CHECK(bagua_algorithm_has_state(BAGUA_ALGORITHM_Q8) == 0);
   test::expect_error(bagua_algorithm_from_name("int8", &a), BAGUA_ERR_INVALID_ARGUMENT,
-                     "exact, q8, fp16, bf16, sign, q4");
+                     "exact, q8, fp16, bf16, sign, q4, mxfp8");
   test::expect_error(bagua_algorithm_from_name(nullptr, &a), BAGUA_ERR_INVALID_ARGUMENT,
                      "name is NULL");
   test::ScopedComm comm;
