@@ -2,23 +2,26 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <utility>
 
 namespace bagua {
 namespace {
-thread_local char last_message[512] = "";
+thread_local ErrorText last_message{};
 }
 
 Status fail(Status code, const char *fmt, ...) {
   std::va_list args;
   va_start(args, fmt);
-  std::vsnprintf(last_message, sizeof last_message, fmt, args);
+  std::vsnprintf(last_message.data(), last_message.size(), fmt, args);
   va_end(args);
   return code;
 }
 
-const char *last_error_message() { return last_message; }
+const char *last_error_message() { return last_message.data(); }
 
 void clear_last_error() { last_message[0] = '\0'; }
+
+void exchange_last_error(ErrorText &held) { std::swap(held, last_message); }
 
 }  // namespace bagua
 

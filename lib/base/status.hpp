@@ -1,6 +1,8 @@
 // Status codes and the per-thread detailed error message.
 #pragma once
 
+#include <array>
+
 #include "bagua.h"
 
 namespace bagua {
@@ -14,6 +16,11 @@ using Status = bagua_status_t;
 // Message of the last failure on this thread ("" if none).
 const char *last_error_message();
 void clear_last_error();
+
+// A detailed message held aside: a fiber (fiber.hpp) keeps its own and
+// exchanges it with the thread's when it is switched in and out.
+using ErrorText = std::array<char, 512>;
+void exchange_last_error(ErrorText &held);
 
 }  // namespace bagua
 

@@ -37,8 +37,8 @@ class TimelineSink final : public PhaseSink {
 Status BucketComm::create(MPI_Comm user_comm, const BucketConfig &config,
                           std::unique_ptr<BucketComm> *out) {
   std::unique_ptr<Communicator> comm;
-  BAGUA_TRY(Communicator::create_private(user_comm, "bagua_bucket_comm_create (its bucket workers)",
-                                         &comm));
+  BAGUA_TRY(Communicator::create_private(user_comm,
+                                         "bagua_bucket_comm_create (its progress thread)", &comm));
   out->reset(new BucketComm(user_comm, std::move(comm), config));
   return BAGUA_SUCCESS;
 }
@@ -49,11 +49,11 @@ BucketComm::BucketComm(MPI_Comm user_comm, std::unique_ptr<Communicator> comm,
       comm_(std::move(comm)),
       config_(config),
       timeline_id_(Timeline::get().next_comm_id()),
-      pool_(std::make_unique<WorkerPool>()) {}
+      engine_(std::make_unique<ProgressEngine>()) {}
 
-// comm_ is freed after the workers stopped, with the other members.
+// comm_ is freed after the engine stopped, with the other members.
 BucketComm::~BucketComm() {
-  pool_.reset();  // buckets in flight finish first
+  engine_.reset();  // buckets in flight finish first
   Timeline::get().write(comm_->rank());
   if (device_ == nullptr) return;
   for (Tensor &t : tensors_)
@@ -372,13 +372,28 @@ Status BucketComm::mark_ready(int tensor) {
   return BAGUA_SUCCESS;
 }
 
-// Called with mutex_ held, when the bucket's last tensor became ready.
+// Called with mutex_ held, when the bucket's last tensor became ready. A
+// bucket whose task cannot be had finishes at once with that error.
 void BucketComm::submit(int bucket) {
   Bucket &b = buckets_[bucket];
   b.state = State::running;
   b.ready_at = TimelineClock::now();
   Timeline::get().instant({timeline_id_, bucket}, "ready", b.round, b.ready_at);
-  pool_->submit([this, bucket] { run_bucket(bucket); });
+  ProgressEngine::Task task;
+  const Status s = engine_->prepare([this, bucket] { run_bucket(bucket); }, &task);
+  if (s == BAGUA_SUCCESS)
+    engine_->start(std::move(task));
+  else
+    finish(b, s);
+}
+
+// Called with mutex_ held: records the bucket's outcome and wakes its waiters.
+void BucketComm::finish(Bucket &b, Status s) {
+  b.result = s;
+  b.message = s == BAGUA_SUCCESS ? "" : last_error_message();
+  comm_->record(s);
+  b.state = State::done;
+  changed_.notify_all();
 }
 
 bool BucketComm::runs_on_storage(const Bucket &b) const { return !b.storage.empty(); }
@@ -445,7 +460,7 @@ Status BucketComm::execute(Bucket &b, TimelineTrack track) {
   return BAGUA_SUCCESS;
 }
 
-// A worker thread's job: one call of the bucket's algorithm.
+// A bucket's task: one call of its algorithm.
 void BucketComm::run_bucket(int bucket) {
   Bucket &b = buckets_[bucket];
   const TimelineTrack track{timeline_id_, bucket};
@@ -461,11 +476,7 @@ void BucketComm::run_bucket(int bucket) {
   Timeline::get().span(track, "queued", b.round, b.ready_at, start);
   Timeline::get().span(track, "bucket", b.round, start, end);
   std::lock_guard lock(mutex_);
-  b.result = s;
-  b.message = s == BAGUA_SUCCESS ? "" : last_error_message();
-  comm_->record(s);
-  b.state = State::done;
-  changed_.notify_all();
+  finish(b, s);
 }
 
 // Reports a finished bucket's outcome once and readies it for its next round.

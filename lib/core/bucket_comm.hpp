@@ -1,8 +1,8 @@
 // The bucketed communicator (doc/buckets.md): tensors registered in the
 // order they become ready are grouped into buckets of one datatype up to a
 // byte cap; when every tensor of a bucket is marked ready, the bucket's
-// algorithm runs on a worker thread of its own while the caller keeps
-// computing. Messages are tagged by bucket and call, so buckets may start in
+// algorithm runs as a task of the communicator's progress engine while the
+// caller keeps computing. Messages are tagged by bucket and call, so buckets may start in
 // a different order on every rank and run concurrently.
 #pragma once
 
@@ -19,9 +19,9 @@
 #include "bucket_tuner.hpp"
 #include "call.hpp"
 #include "comm.hpp"
+#include "progress_engine.hpp"
 #include "select.hpp"
 #include "timeline.hpp"
-#include "worker_pool.hpp"
 
 namespace bagua {
 
@@ -107,6 +107,7 @@ class BucketComm {
   Status build_algorithm(Bucket &b, BucketAlgorithmChoice choice);
   void submit(int bucket);
   void run_bucket(int bucket);
+  void finish(Bucket &b, Status s);
   Status execute(Bucket &b, TimelineTrack track);
   Status check_memory(size_t count, Memory memory);
   Status pack(Bucket &b);
@@ -119,7 +120,7 @@ class BucketComm {
   // The CUDA stream of the user's communicator when this one was created
   // (that communicator may be freed): it orders device tensors' readiness.
   void *stream_;
-  std::unique_ptr<Communicator> comm_;  // used by the workers; outlives pool_
+  std::unique_ptr<Communicator> comm_;  // used by the tasks; outlives engine_
   const BucketConfig config_;
   Memory memory_ = Memory::host;  // of every tensor with elements
   bool memory_known_ = false;     // a tensor with elements was registered
@@ -136,7 +137,7 @@ class BucketComm {
 
   std::mutex mutex_;  // guards tensors' ready flags and buckets' states
   std::condition_variable changed_;
-  std::unique_ptr<WorkerPool> pool_;
+  std::unique_ptr<ProgressEngine> engine_;
 };
 
 }  // namespace bagua

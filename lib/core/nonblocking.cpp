@@ -1,5 +1,6 @@
 #include "nonblocking.hpp"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,9 +11,10 @@
 namespace bagua {
 namespace {
 
-// Worker threads complete the requests (MPI_Grequest_complete) while the
-// caller makes MPI calls, whatever the transport.
-constexpr const char *kFeature = "a nonblocking collective (its worker threads)";
+// The progress engine's thread completes the requests
+// (MPI_Grequest_complete) while the caller makes MPI calls, whatever the
+// transport.
+constexpr const char *kFeature = "a nonblocking collective (its progress thread)";
 
 // The outcome a generalized request reports when waited for, and the count
 // of its communicator's calls not yet waited for (shared: the request may be
@@ -21,6 +23,7 @@ struct Outcome {
   Status result = BAGUA_SUCCESS;
   std::string message;
   std::shared_ptr<std::atomic<int>> unwaited;
+  MPI_Request request = MPI_REQUEST_NULL;
 };
 
 // MPI_Wait/MPI_Test call this on the waiting thread: a failure sets that
@@ -71,25 +74,22 @@ Status NonblockingComm::create(MPI_Comm user_comm, std::unique_ptr<NonblockingCo
 }
 
 NonblockingComm::NonblockingComm(std::unique_ptr<Communicator> comm)
-    : comm_(std::move(comm)), pool_(std::make_unique<WorkerPool>()) {}
+    : comm_(std::move(comm)), engine_(std::make_unique<ProgressEngine>()) {}
 
 // Runs inside MPI_Finalize when the user never freed their communicator: the
-// calls in flight are bounded by BAGUA_TIMEOUT_MS, so joining them ends.
-// comm_ is freed after the workers stopped, with the other members.
-NonblockingComm::~NonblockingComm() { pool_.reset(); }
+// calls in flight are bounded by BAGUA_TIMEOUT_MS, so finishing them ends.
+// comm_ is freed after the engine stopped, with the other members.
+NonblockingComm::~NonblockingComm() { engine_.reset(); }
 
 Status NonblockingComm::check_usable() {
   BAGUA_TRY(comm_->check_usable());
   // At most BAGUA_MAX_IN_FLIGHT calls not yet waited for: each running call
-  // holds a thread and a tag slot (every tag layout has at least 1024
-  // slots). Counting the calls the caller has not waited for, rather than
-  // those still running, makes ranks that start and wait for the same calls
-  // refuse the same ones, however their calls' completions interleave. A
-  // refused call still takes its slot, so the calls after it pair with the
-  // same calls of ranks that did not refuse (those time out on this one).
+  // holds a task (a stack) and a tag slot (every tag layout has at least
+  // 1024 slots). Counting the calls the caller has not waited for, rather
+  // than those still running, makes ranks that start and wait for the same
+  // calls refuse the same ones, however their calls' completions interleave.
   const int unwaited = unwaited_->load();
   if (unwaited >= comm_->options().max_in_flight) {
-    ++next_slot_;
     return fail(BAGUA_ERR_INVALID_ARGUMENT,
                 "%d nonblocking calls on this communicator are in flight (started and not yet "
                 "waited for: the limit, BAGUA_MAX_IN_FLIGHT); wait for some first",
@@ -121,52 +121,59 @@ Status NonblockingComm::run_staged(AlgoContext &ctx, const Call &call, Schedule 
   return copy_and_wait(device, call.dst, slot.host, bytes, slot.stream);
 }
 
+Status NonblockingComm::run(const Call &call, Schedule schedule, uint64_t tag_slot,
+                            StagingPool::Slot *staged) {
+  Bytes scratch;
+  AlgoContext ctx = comm_->call_in_slot(tag_slot, scratch);
+  Status s = BAGUA_ERR_INTERNAL;
+  try {
+    clear_last_error();
+    if (staged != nullptr)
+      s = run_staged(ctx, call, schedule, *staged);
+    else
+      s = with_aligned_buffers(call, [&](const Call &aligned_call) {
+        return comm_->record(run_flat(ctx, aligned_call, schedule, comm_->options()));
+      });
+  } catch (const std::bad_alloc &) {
+    s = fail(BAGUA_ERR_OUT_OF_MEMORY, "allocation failed in a nonblocking call");
+  }
+  if (staged != nullptr) staging_->give_back(staged);
+  return s;
+}
+
 Status NonblockingComm::start(const Call &call, MPI_Request *request) {
   // Device buffers are staged, so every call runs a host schedule.
   Schedule schedule;
   BAGUA_TRY(select_schedule(SelectionSettings::from(comm_->options()), call.family, call.wire,
                             call.count * dtype_size(call.dtype), Memory::host, &schedule));
   std::lock_guard lock(mutex_);
+  // A refused call still takes its slot, so the calls after it pair with the
+  // same calls of ranks that did not refuse (those time out on this one).
+  const uint64_t tag_slot = next_slot_++;
   BAGUA_TRY(check_usable());
   StagingPool::Slot *slot = nullptr;
-  if (call.memory == Memory::cuda && call.count > 0) {
-    const Status s = take_staging(call, &slot);
-    if (s != BAGUA_SUCCESS) {
-      ++next_slot_;  // a refused call keeps its place in the call order
-      return s;
-    }
-  }
-  auto *outcome = new Outcome{BAGUA_SUCCESS, {}, unwaited_};
-  if (MPI_Grequest_start(&query_outcome, &free_outcome, &cancel_nothing, outcome, request) !=
-      MPI_SUCCESS) {
-    delete outcome;
-    if (slot != nullptr) staging_->give_back(slot);
-    return fail(BAGUA_ERR_TRANSPORT, "MPI_Grequest_start failed");
-  }
-  const uint64_t tag_slot = next_slot_++;
-  unwaited_->fetch_add(1);
-  // The job owns its scratch; it touches the outcome only before completing
-  // the request (MPI may free the outcome right after).
-  pool_->submit([this, call, schedule, tag_slot, staged = slot, outcome, req = *request]() mutable {
-    Bytes scratch;
-    AlgoContext ctx = comm_->call_in_slot(tag_slot, scratch);
-    Status s = BAGUA_ERR_INTERNAL;
-    try {
-      clear_last_error();
-      if (staged != nullptr)
-        s = run_staged(ctx, call, schedule, *staged);
-      else
-        s = with_aligned_buffers(call, [&](const Call &aligned_call) {
-          return comm_->record(run_flat(ctx, aligned_call, schedule, comm_->options()));
-        });
-    } catch (const std::bad_alloc &) {
-      s = fail(BAGUA_ERR_OUT_OF_MEMORY, "allocation failed in a nonblocking call");
-    }
-    if (staged != nullptr) staging_->give_back(staged);
-    outcome->result = s;
-    if (s != BAGUA_SUCCESS) outcome->message = last_error_message();
+  if (call.memory == Memory::cuda && call.count > 0) BAGUA_TRY(take_staging(call, &slot));
+  auto outcome = std::make_unique<Outcome>(Outcome{BAGUA_SUCCESS, {}, unwaited_});
+  // The task touches the outcome only before completing the request (MPI
+  // may free the outcome right after).
+  ProgressEngine::Task task;
+  const auto body = [this, call, schedule, tag_slot, slot, out = outcome.get()] {
+    out->result = run(call, schedule, tag_slot, slot);
+    if (out->result != BAGUA_SUCCESS) out->message = last_error_message();
+    MPI_Request req = out->request;
     MPI_Grequest_complete(req);
-  });
+  };
+  Status s = engine_->prepare(body, &task);
+  if (s == BAGUA_SUCCESS && MPI_Grequest_start(&query_outcome, &free_outcome, &cancel_nothing,
+                                               outcome.get(), &outcome->request) != MPI_SUCCESS)
+    s = fail(BAGUA_ERR_TRANSPORT, "MPI_Grequest_start failed");
+  if (s != BAGUA_SUCCESS) {
+    if (slot != nullptr) staging_->give_back(slot);
+    return s;
+  }
+  *request = outcome.release()->request;
+  unwaited_->fetch_add(1);
+  engine_->start(std::move(task));
   return BAGUA_SUCCESS;
 }
 

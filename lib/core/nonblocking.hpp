@@ -1,8 +1,8 @@
 // State of the nonblocking collectives (bagua_iallreduce, ...) of one user
 // communicator: a private communicator state (its own duplicate and
 // transport, so the background work never matches the user's blocking bagua
-// calls on the same communicator), the worker threads, and the call sequence
-// for tags. Created collectively on the first nonblocking call as an
+// calls on the same communicator), the progress engine that runs the calls,
+// and the call sequence for tags. Created collectively on the first nonblocking call as an
 // extension of the user's Communicator, so it is released with it (when the
 // user's communicator is freed, or at MPI_Finalize).
 #pragma once
@@ -16,8 +16,8 @@
 #include "../mc/staging_pool.hpp"
 #include "call.hpp"
 #include "comm.hpp"
+#include "progress_engine.hpp"
 #include "select.hpp"
-#include "worker_pool.hpp"
 
 namespace bagua {
 
@@ -29,7 +29,7 @@ class NonblockingComm final : public CommExtension {
   NonblockingComm(const NonblockingComm &) = delete;
   NonblockingComm &operator=(const NonblockingComm &) = delete;
 
-  // Starts `call` on a worker thread in the next tag slot, and returns a
+  // Starts `call` as a task of the progress engine in the next tag slot, and returns a
   // generalized request that completes when it has run. Device buffers are
   // staged: the input is taken once the work queued on the user's stream
   // before this call is done (an event), copied to a page-locked slot of
@@ -43,16 +43,17 @@ class NonblockingComm final : public CommExtension {
   Status check_usable();
   // A staging slot for a device call, its event recorded on the user's stream.
   Status take_staging(const Call &call, StagingPool::Slot **slot);
-  // The job of a staged device call.
+  // The task of a call: its collective, staged through `staged` when not null.
+  Status run(const Call &call, Schedule schedule, uint64_t tag_slot, StagingPool::Slot *staged);
   Status run_staged(AlgoContext &ctx, const Call &call, Schedule schedule, StagingPool::Slot &slot);
 
-  std::unique_ptr<Communicator> comm_;    // used by the workers; outlives pool_
-  std::unique_ptr<StagingPool> staging_;  // device calls; outlives pool_
+  std::unique_ptr<Communicator> comm_;    // used by the tasks; outlives engine_
+  std::unique_ptr<StagingPool> staging_;  // device calls; outlives engine_
   std::mutex mutex_;                      // guards next_slot_
   uint64_t next_slot_ = 0;
   // Calls started and not yet waited for (their requests not yet freed).
   std::shared_ptr<std::atomic<int>> unwaited_ = std::make_shared<std::atomic<int>>(0);
-  std::unique_ptr<WorkerPool> pool_;
+  std::unique_ptr<ProgressEngine> engine_;
 };
 
 }  // namespace bagua

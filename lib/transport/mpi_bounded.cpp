@@ -4,9 +4,9 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <vector>
 
+#include "../base/fiber.hpp"
 #include "../base/live_objects.hpp"
 #include "transport.hpp"
 
@@ -43,7 +43,7 @@ Status wait_posted(std::unique_ptr<Posted> &p, int64_t timeout_ms, const char *w
                   "every rank must make it)",
                   what, static_cast<long long>(timeout_ms));
     }
-    std::this_thread::yield();
+    poll_pause();
   }
   return BAGUA_SUCCESS;
 }

@@ -1,12 +1,12 @@
-#include <thread>
-
+#include "../base/fiber.hpp"
 #include "transport.hpp"
 
 namespace bagua {
 namespace {
 
 // Spinning is cheapest while a message is in flight, but ranks often share
-// cores (oversubscribed runs), so after a short spin each poll yields.
+// cores (oversubscribed runs), so after a short spin each poll yields. On a
+// progress engine's fiber every poll yields: the other tasks poll meanwhile.
 constexpr int kSpinPolls = 64;
 
 Status timeout_error(const Request &req, const char *transport) {
@@ -29,7 +29,9 @@ Status wait(Transport &t, Request &req, const Deadline &deadline) {
         t.abandon(&req);
         return err;
       }
-      std::this_thread::yield();
+      poll_pause();
+    } else if (in_fiber()) {
+      fiber_yield();
     }
   }
   return BAGUA_SUCCESS;

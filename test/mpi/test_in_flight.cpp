@@ -7,6 +7,8 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <iterator>
 #include <thread>
 #include <vector>
 
@@ -68,7 +70,47 @@ void hundred_more(MPI_Comm comm) {
   }
 }
 
+// The threads of this process (/proc/self/task has one entry each).
+long thread_count() {
+  const std::filesystem::directory_iterator tasks("/proc/self/task");
+  return static_cast<long>(std::distance(begin(tasks), end(tasks)));
+}
+
 }  // namespace
+
+TEST_CASE("calls in flight up to the limit take no thread each", "[iallreduce][threads]") {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  float warm = 1.0f;
+  MPI_Request req = MPI_REQUEST_NULL;
+  REQUIRE(bagua_iallreduce(MPI_IN_PLACE, &warm, 1, MPI_FLOAT, MPI_SUM, comm, &req) ==
+          BAGUA_SUCCESS);
+  REQUIRE(MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS);
+  const long before = thread_count();
+  // Rank 0 starts its calls while the other ranks hold at the barrier, so
+  // every call of rank 0 is still in flight when it counts its threads.
+  std::vector<float> values(size_t(limit()), 1.0f);
+  std::vector<MPI_Request> reqs(size_t(limit()), MPI_REQUEST_NULL);
+  const auto start_all = [&] {
+    for (int k = 0; k < limit(); ++k)
+      REQUIRE(bagua_iallreduce(MPI_IN_PLACE, &values[size_t(k)], 1, MPI_FLOAT, MPI_SUM, comm,
+                               &reqs[size_t(k)]) == BAGUA_SUCCESS);
+  };
+  long during = before;
+  if (test::world_rank() == 0) {
+    start_all();
+    during = thread_count();
+    MPI_Barrier(MPI_COMM_WORLD);
+  } else {
+    MPI_Barrier(MPI_COMM_WORLD);
+    start_all();
+  }
+  wait_each(reqs);
+  for (float v : values) CHECK(v == float(test::world_size()));
+  INFO(limit() << " calls in flight: " << before << " threads before, " << during << " during");
+  CHECK(during <= before + 2);
+  MPI_Comm_free(&comm);
+}
 
 TEST_CASE("refusals at the in-flight limit agree across ranks and leave the communicator usable",
           "[iallreduce]") {
