@@ -690,7 +690,8 @@ typedef struct bagua_group_info {
  * A controller thread on rank BAGUA_PARTIAL_CONTROLLER forms groups in
  * arrival order: a group closes when P ranks are ready, or
  * BAGUA_PARTIAL_DEADLINE_MS after its first arrival with fewer (the deadline
- * adapts, see doc/partial.md); within every BAGUA_PARTIAL_TAU groups all ranks
+ * adapts, see doc/partial.md); within every BAGUA_PARTIAL_TAU groups (0, the
+ * default: sized to the ranks and P, see doc/partial.md) all ranks
  * become connected (a bridging group then waits for ranks of every component,
  * and may hold more than P members) as long as every rank keeps calling; a
  * bridging group closes with the ranks it has BAGUA_PARTIAL_DEADLINE_MAX_MS

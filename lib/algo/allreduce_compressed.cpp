@@ -16,8 +16,8 @@ constexpr size_t kSlotAlign = 64;
 // Pipeline depth: a chunk is cut into at least kMinSegments segments, so the
 // encoding, scatter, reduction and gather of different segments overlap even
 // where a whole chunk is below BAGUA_SEGMENT_BYTES (many ranks, a few MiB),
-// but no segment gets smaller than kMinSegmentBytes of float32, nor its
-// message smaller than kMinMessageBytes (per-message cost: sign's 1 bit per
+// but no segment gets smaller than kMinSegmentBytes of float32 (or its
+// chunk), nor its message smaller than kMinMessageBytes (per-message cost: sign's 1 bit per
 // element would otherwise send 2 KiB messages), unless BAGUA_SEGMENT_BYTES
 // itself is. Measured in doc/benchmarks.md, "ByteGrad's smallest message".
 constexpr size_t kMinSegments = 8;
@@ -38,7 +38,11 @@ size_t segment_elems(size_t segment_bytes, const ChunkCodec &codec, size_t count
   const size_t least =
       std::min(most, std::max(kMinSegmentBytes / sizeof(float), elems_for_min_message(codec)));
   const size_t chunk = (count + size_t(ranks) - 1) / size_t(ranks);
-  const size_t per = std::clamp(chunk / kMinSegments, least, most);
+  // No segment beyond its chunk's whole blocks: the scratch holds 3 x n
+  // slots of a segment's encoding, so a small call on many ranks would
+  // otherwise keep n x 48 KiB (q8) whatever its count.
+  const size_t chunk_blocks = (chunk + block - 1) / block * block;
+  const size_t per = std::min(std::clamp(chunk / kMinSegments, least, most), chunk_blocks);
   return std::max(block, per / block * block);
 }
 

@@ -68,7 +68,20 @@ bool GroupPlanner::connected() {
   return true;
 }
 
-bool GroupPlanner::needs_bridge() { return groups_in_window_ >= policy_.tau - 1 && !connected(); }
+// The connectivity window in groups: tau, or where tau is 0 (automatic),
+// four times the fewest groups of P that can connect the active ranks, and
+// at least 16. A window below that fewest number ends every time in a
+// bridging group, which waits for a rank of every component.
+int GroupPlanner::window_groups() const {
+  if (policy_.tau > 0) return policy_.tau;
+  const int p = target_size();
+  if (p <= 1) return kAutoTauMin;
+  return std::max(kAutoTauMin, 4 * ((active_count_ - 1 + p - 2) / (p - 1)));
+}
+
+bool GroupPlanner::needs_bridge() {
+  return groups_in_window_ >= window_groups() - 1 && !connected();
+}
 
 bool GroupPlanner::select_normal(Clock::time_point now, std::vector<size_t> *picked) {
   const int target = target_size();

@@ -2,8 +2,8 @@
 // ready ranks form the next group, when, and with which sequence id. Groups
 // form in arrival order and close at P members or at an adaptive deadline
 // after their first arrival; a union-find of who has averaged with whom
-// forces a bridging group whenever tau groups pass without the averaging
-// graph becoming connected (waiting at most the longest deadline for ranks
+// forces a bridging group whenever a window of tau groups passes without the
+// averaging graph becoming connected (waiting at most the longest deadline for ranks
 // that may have stopped calling).
 #pragma once
 
@@ -16,7 +16,7 @@ namespace bagua {
 struct PartialPolicy {
   int min_group_size;
   double deadline_ms, deadline_min_ms, deadline_max_ms;
-  int tau;
+  int tau;  // 0: automatic (GroupPlanner::window_groups)
 };
 
 struct PlannedGroup {
@@ -62,7 +62,10 @@ class GroupPlanner {
     int64_t iteration;
   };
 
+  static constexpr int kAutoTauMin = 16;
+
   int target_size() const;
+  int window_groups() const;
   bool connected();
   bool needs_bridge();
   bool select_normal(Clock::time_point now, std::vector<size_t> *picked);

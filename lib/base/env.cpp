@@ -76,9 +76,10 @@ constexpr EnvVar kVars[] = {
     {"BAGUA_PARTIAL_DEADLINE_MIN_MS", "1", "Partial reduce: lower bound of the adaptive deadline."},
     {"BAGUA_PARTIAL_DEADLINE_MAX_MS", "1000",
      "Partial reduce: upper bound of the adaptive deadline."},
-    {"BAGUA_PARTIAL_TAU", "16",
+    {"BAGUA_PARTIAL_TAU", "0",
      "Partial reduce: connectivity window; within every tau groups all ranks become "
-     "connected (a bridging group waits for the missing components)."},
+     "connected (a bridging group waits for the missing components); 0: four times the "
+     "fewest groups of P that connect the active ranks, at least 16."},
     {"BAGUA_PARTIAL_WEIGHTS", "uniform",
      "Partial reduce: averaging weights, uniform (1/size) or staleness "
      "(proportional to 1/(1 + max iteration - own iteration))."},

@@ -43,7 +43,7 @@ Status load_partial(PartialOptions *p) {
                 "BAGUA_PARTIAL_DEADLINE_MAX_MS does not hold (%lld, %lld, %lld)",
                 static_cast<long long>(p->deadline_min_ms), static_cast<long long>(p->deadline_ms),
                 static_cast<long long>(p->deadline_max_ms));
-  BAGUA_TRY(int_option("BAGUA_PARTIAL_TAU", 1, 1 << 30, &p->tau));
+  BAGUA_TRY(int_option("BAGUA_PARTIAL_TAU", 0, 1 << 30, &p->tau));
   BAGUA_TRY(int_option("BAGUA_PARTIAL_CONTROLLER", 0, kMaxRanks, &p->controller_rank));
   static constexpr const char *kWeights[] = {"uniform", "staleness"};
   int choice = 0;

@@ -23,7 +23,7 @@ struct PartialOptions {
   int64_t deadline_ms = 10;
   int64_t deadline_min_ms = 1;
   int64_t deadline_max_ms = 1000;
-  int tau = 16;
+  int tau = 0;
   PartialWeights weights = PartialWeights::uniform;
   // BAGUA_PARTIAL_COMPRESSION: the wire of the group averages (exact: none).
   Wire compression = Wire::exact;

@@ -143,6 +143,20 @@ TEST_CASE("decentralized average at 1..16 ranks: small counts x every type and m
   }
 }
 
+// The slower suite 'scale': the peer schedules at the seeds' rank counts,
+// on rounds across the schedule (shift_one's peer is round-dependent).
+TEST_CASE("decentralized average at 32..256 ranks", "[.][scale]") {
+  for (int n : {32, 64, 128, 256}) {
+    std::vector<Case> cases;
+    for (PeerMode mode : kModes)
+      for (DType t : {DType::f32, DType::f16})
+        for (int round : {0, 1, n / 2, n - 1})
+          for (size_t count : {size_t(7), size_t(4099)})
+            cases.push_back({mode, t, count, round, round % 2 == 1});
+    run_matrix(n, cases);
+  }
+}
+
 TEST_CASE("decentralized average of 1<<20 elements at 2 3 7 16 ranks", "[decentralized]") {
   // One call per rank count: each mode at an odd and an even n, float32 and
   // float16, in place and out of place.

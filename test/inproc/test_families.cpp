@@ -115,6 +115,12 @@ std::vector<Case> matrix_cases() {
   return cases;
 }
 
+void run_matrix(int n, const std::vector<Case> &cases) {
+  auto outcomes = inproc::run_cases(n, cases, run_case);
+  inproc::check_outcomes(
+      outcomes, cases.size(), [&](size_t c) { return label(n, cases[c]); }, true);
+}
+
 }  // namespace
 
 TEST_CASE("every family x wire of the support matrix at 1..16 ranks", "[families]") {
@@ -125,9 +131,19 @@ TEST_CASE("every family x wire of the support matrix at 1..16 ranks", "[families
     INFO(w.name);
     CHECK(std::any_of(cases.begin(), cases.end(), [&](const Case &c) { return c.wire == w.id; }));
   }
-  for (int n = 1; n <= 16; ++n) {
-    auto outcomes = inproc::run_cases(n, cases, run_case);
-    inproc::check_outcomes(
-        outcomes, cases.size(), [&](size_t c) { return label(n, cases[c]); }, true);
+  for (int n = 1; n <= 16; ++n) run_matrix(n, cases);
+}
+
+// The slower suite 'scale' (test/inproc/meson.build): the same matrix at
+// the rank counts of the seeds' clusters, on float32 and float16 (one type
+// of each width class; the others share their paths); 4099 elements up to
+// 64 ranks (ByteGrad's n x n messages of a few elements make it 2 minutes
+// at 128 and 256 on 2 cores), 7 (most chunks empty) at every count.
+TEST_CASE("every family x wire of the support matrix at 32..256 ranks", "[.][scale]") {
+  std::vector<Case> cases = matrix_cases();
+  std::erase_if(cases, [](const Case &c) { return c.type != DType::f32 && c.type != DType::f16; });
+  for (int n : {32, 64, 128, 256}) {
+    if (n == 128) std::erase_if(cases, [](const Case &c) { return c.count != 7; });
+    run_matrix(n, cases);
   }
 }

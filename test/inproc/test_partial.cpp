@@ -124,29 +124,36 @@ Outcome run_case(inproc::Rank &rank, const Case &c) {
   return o;
 }
 
+// Runs every case on n ranks in groups (group_of); a group's members must
+// agree bit for bit.
+void run_group_averages(int n) {
+  std::vector<Case> cases;
+  for (size_t count : {size_t(0), size_t(1), size_t(7), size_t(4099)})
+    for (bool in_place : {false, true}) {
+      for (Kind kind : {Kind::uniform, Kind::weighted})
+        for (bool use_ring : {true, false})
+          for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16})
+            cases.push_back({kind, use_ring, t, count, in_place});
+      for (Kind kind : {Kind::q8, Kind::fp16})
+        for (DType t : {DType::f32, DType::f16, DType::bf16})
+          cases.push_back({kind, false, t, count, in_place});
+    }
+  auto outcomes = inproc::run_cases(n, cases, run_case);
+  for (int first = 0; first < (n + 3) / 4; ++first) {
+    const std::vector<int> members = group_of(first, n);
+    std::vector<std::vector<Outcome>> of_group;
+    for (int m : members) of_group.push_back(outcomes[size_t(m)]);
+    inproc::check_outcomes(
+        of_group, cases.size(), [&](size_t c) { return label(members, cases[c]); }, true);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("group averages over subgroup views: exact and compressed", "[partial]") {
-  for (int n : {1, 2, 5, 7, 16}) {
-    std::vector<Case> cases;
-    for (size_t count : {size_t(0), size_t(1), size_t(7), size_t(4099)})
-      for (bool in_place : {false, true}) {
-        for (Kind kind : {Kind::uniform, Kind::weighted})
-          for (bool use_ring : {true, false})
-            for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16})
-              cases.push_back({kind, use_ring, t, count, in_place});
-        for (Kind kind : {Kind::q8, Kind::fp16})
-          for (DType t : {DType::f32, DType::f16, DType::bf16})
-            cases.push_back({kind, false, t, count, in_place});
-      }
-    auto outcomes = inproc::run_cases(n, cases, run_case);
-    // Each group's members must agree bit for bit.
-    for (int first = 0; first < (n + 3) / 4; ++first) {
-      const std::vector<int> members = group_of(first, n);
-      std::vector<std::vector<Outcome>> of_group;
-      for (int m : members) of_group.push_back(outcomes[size_t(m)]);
-      inproc::check_outcomes(
-          of_group, cases.size(), [&](size_t c) { return label(members, cases[c]); }, true);
-    }
-  }
+  for (int n : {1, 2, 5, 7, 16}) run_group_averages(n);
+}
+
+TEST_CASE("group averages over subgroup views at 128 ranks", "[.][scale]") {
+  run_group_averages(128);
 }

@@ -3,6 +3,9 @@
 // bridging group, ranks leave and come back. No sleeps, no transport.
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <random>
+#include <string>
+#include <vector>
 
 #include "algo/partial_planner.hpp"
 
@@ -226,6 +229,27 @@ TEST_CASE("planner: leaving ranks are not waited for and may come back", "[plann
   CHECK(p.all_left());
 }
 
+// The number of the first bridging group when ranks 0..P-1 keep averaging
+// among themselves and nobody else arrives: the first group that does not
+// close at once (it waits for the other components).
+int first_bridging_group(int ranks, int group_size) {
+  GroupPlanner p = make_planner(ranks, {.tau = 0});
+  for (int group = 1; group < 2000; ++group) {
+    for (int r = 0; r < group_size; ++r) p.arrive(r, group_size, group, at(group));
+    PlannedGroup g;
+    if (!p.try_close(at(group), &g)) return group;
+  }
+  return -1;
+}
+
+TEST_CASE("planner: tau 0 sizes the window to the ranks and P", "[planner]") {
+  // Four times the fewest groups of P that connect the ranks, at least 16.
+  CHECK(first_bridging_group(5, 2) == 16);
+  CHECK(first_bridging_group(4, 2) == 16);
+  CHECK(first_bridging_group(128, 8) == 4 * 19);
+  CHECK(first_bridging_group(256, 2) == 4 * 255);
+}
+
 TEST_CASE("planner: connectivity counts only the active ranks", "[planner]") {
   // With 3 left, {0, 1, 2} connects the active ranks (counting 3, the
   // window would go on and {0, 1} would have to bridge).
@@ -241,4 +265,125 @@ TEST_CASE("planner: connectivity counts only the active ranks", "[planner]") {
   arrive(p, {1, 2}, 2, 2);
   CHECK(close(p, 2, &g) == Members{1, 2});
   CHECK(g.bridging);  // the window {0,1} left 2 alone
+}
+
+namespace {
+
+// A straggler run of the planner at the seeds' scale (slower suite
+// 'scale'): every rank computes 20 ms per iteration, 5x longer with
+// probability 0.1 (the Partial Reduce paper's emulation, seeded per rank),
+// asks for groups of P, and a group's average takes 1 ms; ranks 0..15 leave
+// for a while and come back. Time advances in steps of 0.5 ms.
+struct StragglerRun {
+  static constexpr int kRanks = 128, kP = 8, kLeavers = 16;
+  static constexpr double kStepMs = 0.5, kEndMs = 6000, kLeaveMs = 2000, kRejoinMs = 3500;
+  static constexpr double kAverageMs = 1;
+
+  std::vector<std::mt19937> draws;
+  std::vector<double> ready_at;  // when a computing rank arrives next
+  std::vector<double> since;     // when a waiting rank arrived; -1: not waiting
+  std::vector<bool> left;
+  std::vector<int64_t> iterations;
+  double longest_wait_ms = 0;
+  int64_t groups = 0, groups_with_leavers_away = 0, groups_with_leavers_back = 0;
+  std::string broken;  // the first broken rule, if any
+  bagua::UnionFind away{kRanks}, back{kRanks};
+
+  StragglerRun() : ready_at(kRanks), since(kRanks, -1), left(kRanks), iterations(kRanks) {
+    for (int r = 0; r < kRanks; ++r) draws.emplace_back(1000 + r);
+    for (int r = 0; r < kRanks; ++r) ready_at[size_t(r)] = compute_ms(r);
+  }
+
+  double compute_ms(int r) { return std::bernoulli_distribution(0.1)(draws[size_t(r)]) ? 120 : 20; }
+
+  bool leaver_away(int r, double t) const { return r < kLeavers && t >= kLeaveMs && t < kRejoinMs; }
+
+  void close_group(const PlannedGroup &g, double t) {
+    ++groups;
+    const bool away_phase = t >= kLeaveMs + 200 && t < kRejoinMs;
+    for (size_t i = 0; i < g.members.size(); ++i) {
+      const int r = g.members[i];
+      const auto u = size_t(r);
+      if (i > 0 && g.members[i - 1] >= r) broken = "members not ascending and distinct";
+      if (since[u] < 0 || left[u]) broken = "a member that was not waiting or had left";
+      longest_wait_ms = std::max(longest_wait_ms, t - since[u]);
+      since[u] = -1;
+      ++iterations[u];
+      ready_at[u] = t + kAverageMs + compute_ms(r);
+      if (away_phase) away.unite(g.members[0], r);
+      if (t >= kRejoinMs + 200) back.unite(g.members[0], r);
+    }
+    if (away_phase) groups_with_leavers_away += g.members.front() < kLeavers;
+    if (t >= kRejoinMs + 200) groups_with_leavers_back += g.members.front() < kLeavers;
+  }
+
+  void run(GroupPlanner &p) {
+    for (double t = 0; t < kEndMs; t += kStepMs) {
+      // Ranks done computing arrive, or leave (once idle) or come back.
+      for (int r = 0; r < kRanks; ++r) {
+        const auto u = size_t(r);
+        if (since[u] >= 0) continue;
+        if (leaver_away(r, t) != left[u]) {
+          left[u] = !left[u];
+          if (left[u]) p.leave(r, at(t));
+          ready_at[u] = t;
+        }
+        if (left[u] || ready_at[u] > t) continue;
+        since[u] = t;
+        p.arrive(r, kP, iterations[u], at(t));
+      }
+      PlannedGroup g;
+      while (p.try_close(at(t), &g)) close_group(g, t);
+    }
+  }
+
+  // Iterations all ranks together would have made with a full average per
+  // step, over the same draws and the same time.
+  int64_t allreduce_iterations() {
+    std::vector<std::mt19937> fresh;
+    for (int r = 0; r < kRanks; ++r) fresh.emplace_back(1000 + r);
+    int64_t steps = 0;
+    for (double t = 0;; ++steps) {
+      double slowest = 0;
+      for (int r = 0; r < kRanks; ++r)
+        slowest =
+            std::max(slowest, std::bernoulli_distribution(0.1)(fresh[size_t(r)]) ? 120.0 : 20.0);
+      t += slowest + kAverageMs;
+      if (t > kEndMs) break;
+    }
+    return steps * kRanks;
+  }
+};
+
+bool connects(bagua::UnionFind &u, int first, int last) {
+  for (int r = first; r < last; ++r)
+    if (u.find(r) != u.find(last - 1)) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("planner at 128 ranks: stragglers, ranks leaving and coming back", "[.][scale]") {
+  StragglerRun run;
+  GroupPlanner p = make_planner(StragglerRun::kRanks, {.tau = 0});  // automatic
+  run.run(p);
+  INFO(run.broken);
+  CHECK(run.broken.empty());
+  // Nobody waits past the longest deadline (and a step).
+  CHECK(run.longest_wait_ms <= 1000 + StragglerRun::kStepMs);
+  // The leavers take no part while away and do again once back; the
+  // averaging graph connects whoever is taking part in each phase.
+  CHECK(run.groups_with_leavers_away == 0);
+  CHECK(run.groups_with_leavers_back > 0);
+  CHECK(connects(run.away, StragglerRun::kLeavers, StragglerRun::kRanks));
+  CHECK(connects(run.back, 0, StragglerRun::kRanks));
+  // Stragglers no longer hold everyone: over 3x the iterations of a full
+  // average per step (1 - 0.9^128: nearly every step holds one). A fixed
+  // window of 16 groups (the earlier default) made 1.33x: 16 groups of 8
+  // cannot connect 128 ranks, so every window ended in a bridging group.
+  int64_t total = 0;
+  for (int64_t i : run.iterations) total += i;
+  const double ratio = double(total) / double(run.allreduce_iterations());
+  INFO("groups " << run.groups << ", iterations " << total << ", x allreduce " << ratio);
+  CHECK(ratio > 3);
 }

@@ -451,7 +451,7 @@ TEST_CASE("partial reduce rejects bad arguments with clear errors", "[partial]")
 TEST_CASE("out-of-range partial options are clear errors", "[partial]") {
   const std::string n_text = std::to_string(test::world_size());
   const std::pair<const char *, std::string> bad[] = {
-      {"BAGUA_PARTIAL_TAU", "0"},
+      {"BAGUA_PARTIAL_TAU", "-1"},
       {"BAGUA_PARTIAL_MIN_GROUP_SIZE", "0"},
       {"BAGUA_PARTIAL_DEADLINE_MIN_MS", "50"},  // above the 10 ms deadline
       {"BAGUA_PARTIAL_WEIGHTS", "newest"},
