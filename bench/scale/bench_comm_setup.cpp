@@ -2,9 +2,13 @@
 // duplicates of MPI_COMM_WORLD, the first call (which sets up bagua's state
 // for the communicator: its duplicate, transport, agreed options and the
 // family's own state) and the next one, timed as the slowest rank saw them,
-// and the resident memory that --comms such communicators, kept alive at
-// once, add per communicator (the largest rank's growth, less that of a plain
-// MPI_Comm_dup measured the same way). Every call's result is checked
+// and the memory that --comms such communicators, kept alive at once, add per
+// communicator (the largest rank's growth, less that of a plain MPI_Comm_dup
+// measured the same way): resident pages (which count the shared-memory
+// pages MPI touches for a new peer) and heap bytes in use (malloc, which
+// bagua's own state lives in). MPI_Allreduce on a fresh duplicate is the peer
+// row: what MPI itself keeps for a communicator that has carried messages.
+// Every call's result is checked
 // against its closed form (each rank contributes rank + 1 in every element:
 // constant buffers, which q8's min-max blocks encode exactly), so the run
 // is also a smoke test of every family at the launched rank count; it exits
@@ -13,7 +17,8 @@
 //   mpirun -np N bench-comm-setup [--comms 8] [--count 1024] [--node-size 8]
 //
 // Columns: ranks, family, first call ms, next call ms, setup ms (first
-// less next), KiB per communicator over MPI_Comm_dup's.
+// less next), resident and heap KiB per communicator over MPI_Comm_dup's.
+#include <malloc.h>
 #include <mpi.h>
 #include <unistd.h>
 
@@ -71,6 +76,13 @@ long resident_kib() {
   return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
+// Bytes malloc has handed out and not taken back (small blocks and mmapped
+// large ones).
+long heap_kib() {
+  const struct mallinfo2 m = mallinfo2();
+  return long((m.uordblks + m.hblkhd) / 1024);
+}
+
 // A family's call on `comm`: buf holds rank + 1 everywhere on entry; returns
 // whether the call succeeded with its closed-form result.
 using FamilyCall = std::function<bool(MPI_Comm comm, std::vector<float> &buf)>;
@@ -99,6 +111,11 @@ bool exact_allreduce(MPI_Comm comm, std::vector<float> &buf) {
   const int rc =
       bagua_allreduce(MPI_IN_PLACE, buf.data(), int(buf.size()), MPI_FLOAT, MPI_SUM, comm);
   return rc == BAGUA_SUCCESS && all_equal(buf, world_sum());
+}
+
+bool mpi_allreduce(MPI_Comm comm, std::vector<float> &buf) {
+  const int rc = MPI_Allreduce(MPI_IN_PLACE, buf.data(), int(buf.size()), MPI_FLOAT, MPI_SUM, comm);
+  return rc == MPI_SUCCESS && all_equal(buf, world_sum());
 }
 
 bool q8_allreduce(MPI_Comm comm, std::vector<float> &buf) {
@@ -143,7 +160,7 @@ bool decentralized(MPI_Comm comm, std::vector<float> &buf) {
 
 struct Row {
   double first_ms = 0, next_ms = 0;
-  long kib_per_comm = 0;
+  long kib_per_comm = 0, heap_kib_per_comm = 0;
   bool ok = true;
 };
 
@@ -159,7 +176,7 @@ Row measure(const Config &c, const Family *f) {
   Row row;
   std::vector<MPI_Comm> comms(size_t(c.comms));
   MPI_Barrier(MPI_COMM_WORLD);
-  const long before = resident_kib();
+  const long before = resident_kib(), heap_before = heap_kib();
   double first = 0, next = 0;
   for (MPI_Comm &comm : comms) {
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
@@ -175,6 +192,7 @@ Row measure(const Config &c, const Family *f) {
   }
   MPI_Barrier(MPI_COMM_WORLD);
   row.kib_per_comm = long(max_over_ranks(double(resident_kib() - before)) / c.comms);
+  row.heap_kib_per_comm = long(max_over_ranks(double(heap_kib() - heap_before)) / c.comms);
   row.first_ms = max_over_ranks(first / c.comms);
   row.next_ms = max_over_ranks(next / c.comms);
   for (MPI_Comm &comm : comms) {
@@ -207,6 +225,7 @@ int main(int argc, char **argv) {
   setenv("BAGUA_PARTIAL_DEADLINE_MAX_MS", "600000", 1);
   const std::string node_size = std::to_string(c.node_size);
   const Family families[] = {
+      {"MPI_Allreduce (peer)", mpi_allreduce},
       {"allreduce", exact_allreduce},
       {"allreduce q8", q8_allreduce},
       {"allreduce q8 hierarchical", q8_allreduce, "BAGUA_HIERARCHICAL", "1"},
@@ -218,9 +237,9 @@ int main(int argc, char **argv) {
   if (print)
     std::printf(
         "# ranks %d, %d communicators per family, %d floats, nodes of %d (hierarchical)\n"
-        "%6s %-26s %10s %10s %10s %14s\n",
+        "%6s %-26s %10s %10s %10s %14s %14s\n",
         world_size(), c.comms, c.count, c.node_size, "ranks", "family", "first_ms", "next_ms",
-        "setup_ms", "KiB_per_comm");
+        "setup_ms", "KiB_per_comm", "heap_KiB_comm");
   setenv("BAGUA_NODE_SIZE", node_size.c_str(), 1);
   // One communicator of each family first, so the process's one-time
   // set-up (bagua's and MPI's) is in no row.
@@ -232,11 +251,15 @@ int main(int argc, char **argv) {
     const Row row = run_row(c, f);
     all_ok = all_ok && row.ok;
     if (print)
-      std::printf("%6d %-26s %10.2f %10.2f %10.2f %14ld%s\n", world_size(), f.name, row.first_ms,
-                  row.next_ms, row.first_ms - row.next_ms, row.kib_per_comm - dup.kib_per_comm,
+      std::printf("%6d %-26s %10.2f %10.2f %10.2f %14ld %14ld%s\n", world_size(), f.name,
+                  row.first_ms, row.next_ms, row.first_ms - row.next_ms,
+                  row.kib_per_comm - dup.kib_per_comm,
+                  row.heap_kib_per_comm - dup.heap_kib_per_comm,
                   row.ok ? "" : "  WRONG RESULT OR FAILED CALL");
   }
-  if (print) std::printf("# MPI_Comm_dup alone: %ld KiB per communicator\n", dup.kib_per_comm);
+  if (print)
+    std::printf("# MPI_Comm_dup alone: %ld KiB resident, %ld KiB heap per communicator\n",
+                dup.kib_per_comm, dup.heap_kib_per_comm);
   bagua_finalize();
   MPI_Finalize();
   return all_ok ? 0 : 1;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mpi_bounded.hpp"
+#include "mpi_hosts.hpp"
 
 namespace bagua {
 namespace {
@@ -508,26 +509,6 @@ MpiPieces mpi_transport_auto_pieces() {
   return pieces;
 }
 
-namespace {
-
-// Collective: which peers run on another host (by MPI_Get_processor_name,
-// as Open MPI places its shared-memory BTL).
-Status peers_on_other_hosts(MPI_Comm comm, int64_t timeout_ms, std::vector<bool> *out) {
-  char name[MPI_MAX_PROCESSOR_NAME] = {};
-  int length = 0;
-  MPI_Get_processor_name(name, &length);
-  std::vector<char> all;
-  std::vector<int> offsets;
-  BAGUA_TRY(bounded_allgather_bytes(comm, std::span<const char>(name, size_t(length) + 1),
-                                    timeout_ms, "exchanging host names", &all, &offsets));
-  out->resize(offsets.size());
-  for (size_t p = 0; p < offsets.size(); ++p)
-    (*out)[p] = std::strcmp(&all[size_t(offsets[p])], name) != 0;
-  return BAGUA_SUCCESS;
-}
-
-}  // namespace
-
 Status mpi_transport_create(MPI_Comm comm, MpiPieces pieces, int64_t timeout_ms,
                             std::unique_ptr<Transport> *out) {
   int rank = 0, size = 0, flag = 0;
@@ -544,7 +525,7 @@ Status mpi_transport_create(MPI_Comm comm, MpiPieces pieces, int64_t timeout_ms,
                 flag ? *tag_ub : -1, static_cast<int>(kMinTagUb));
   std::vector<bool> pieced_peers;
   if (pieces.bytes > 0 && pieces.remote_only)
-    BAGUA_TRY(peers_on_other_hosts(comm, timeout_ms, &pieced_peers));
+    BAGUA_TRY(mpi_peers_on_other_hosts(comm, timeout_ms, &pieced_peers));
   *out = std::make_unique<MpiTransport>(comm, rank, size, static_cast<Tag>(*tag_ub), pieces,
                                         std::move(pieced_peers));
   return BAGUA_SUCCESS;

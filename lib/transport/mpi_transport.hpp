@@ -21,7 +21,7 @@ struct MpiPieces {
 // Point-to-point over MPI on `comm`, which the caller has duplicated so user
 // traffic never matches ours; the caller keeps ownership of `comm`. Every
 // rank must pass the same `pieces`. With `pieces.remote_only`, creation is
-// collective (the ranks exchange host names within `timeout_ms`).
+// collective (the ranks compare hosts within `timeout_ms`: mpi_hosts.hpp).
 Status mpi_transport_create(MPI_Comm comm, MpiPieces pieces, int64_t timeout_ms,
                             std::unique_ptr<Transport> *out);
 
