@@ -57,7 +57,10 @@ void print_env() {
   for (const bagua::EnvVar &v : bagua::env_vars()) {
     const char *current = std::getenv(v.name);
     const char *old = v.alias != nullptr ? std::getenv(v.alias) : nullptr;
-    std::printf("%-26s default=%s%s%s%s%s\n    %s\n", v.name, v.default_value,
+    const std::string range = v.range.integer() ? "  range=" + std::to_string(v.range.lo) + ".." +
+                                                      std::to_string(v.range.hi)
+                                                : "";
+    std::printf("%-26s default=%s%s%s%s%s%s\n    %s\n", v.name, v.default_value, range.c_str(),
                 current ? "  current=" : "", current ? current : "",
                 old ? "  current (as its earlier name)=" : "", old ? old : "", v.description);
   }

@@ -56,9 +56,9 @@ Status config_init(bagua_bucket_config *config) {
   BAGUA_TRY(runtime_ensure());
   if (config == nullptr) return fail(BAGUA_ERR_INVALID_ARGUMENT, "config is NULL");
   int64_t bytes = 0;
-  BAGUA_TRY(env_int("BAGUA_BUCKET_BYTES", 1, int64_t{1} << 40, &bytes));
+  BAGUA_TRY(env_int("BAGUA_BUCKET_BYTES", &bytes));
   int64_t automatic = 0;
-  BAGUA_TRY(env_int("BAGUA_BUCKET_AUTO", 0, 1, &automatic));
+  BAGUA_TRY(env_int("BAGUA_BUCKET_AUTO", &automatic));
   *config = BAGUA_BUCKET_CONFIG_INITIALIZER;
   config->bucket_bytes = static_cast<size_t>(bytes);
   config->auto_bucket_bytes = static_cast<int>(automatic);

@@ -1,6 +1,7 @@
 // The one table of BAGUA_* environment variables, and typed readers of them.
-// Every user-settable parameter is listed here with its default, so bagua-info
-// and doc/api.md stay complete.
+// Every user-settable parameter is listed here with its default, its range
+// (integers) and its meaning; nothing else states a default (the options'
+// initial values read it from here), and bagua-info and doc/ list it.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,12 @@
 
 namespace bagua {
 
+// The values an integer setting accepts; lo > hi: not an integer setting.
+struct EnvRange {
+  int64_t lo = 0, hi = -1;
+  bool integer() const { return lo <= hi; }
+};
+
 struct EnvVar {
   const char *name;
   const char *default_value;
@@ -20,6 +27,7 @@ struct EnvVar {
   bool per_rank = false;
   // An earlier name still read when `name` is not set.
   const char *alias = nullptr;
+  EnvRange range{};
 };
 
 // All variables, in documentation order.
@@ -35,9 +43,12 @@ std::string env_string(const char *name);
 // them (defaults included).
 uint64_t env_fingerprint();
 
-// Parses `name` as an integer in [lo, hi]; a malformed or out-of-range value
-// is an error naming the variable.
-Status env_int(const char *name, int64_t lo, int64_t hi, int64_t *out);
+// Parses `name`, an integer setting, within its range; a malformed or
+// out-of-range value is an error naming the variable and the range.
+Status env_int(const char *name, int64_t *out);
+
+// The table's default of `name`, an integer setting (what options start as).
+int64_t env_default_int(const char *name);
 
 // Parses `name` as one of `choices`; *out is the index of the match.
 Status env_choice(const char *name, std::span<const char *const> choices, int *out);

@@ -13,6 +13,7 @@
 
 #include "../algo/allreduce.hpp"
 #include "../base/dtype.hpp"
+#include "../base/env.hpp"
 #include "../base/wires.hpp"
 #include "call.hpp"
 
@@ -88,9 +89,10 @@ struct CostParams {
   double overlap(double transfer, double compute) const;
   double reduce_bytes_per_s = 4e9;           // float32 sum, bytes of one operand
   std::array<CodecRate, kMaxWires> codec{};  // by Wire; exact's entry is unused
-  size_t segment_bytes = 1 << 20;            // BAGUA_SEGMENT_BYTES
-  size_t codec_block = 2048;                 // BAGUA_CODEC_BLOCK (the wires whose block it sets)
-  size_t ring_threshold_bytes = 0;           // BAGUA_RING_THRESHOLD, for decentralized `all`
+  size_t segment_bytes = size_t(env_default_int("BAGUA_SEGMENT_BYTES"));
+  // BAGUA_CODEC_BLOCK (the wires whose block it sets).
+  size_t codec_block = size_t(env_default_int("BAGUA_CODEC_BLOCK"));
+  size_t ring_threshold_bytes = 0;  // BAGUA_RING_THRESHOLD, for decentralized `all`
 
   int nodes() const { return (ranks + ranks_per_node - 1) / ranks_per_node; }
   // The link a flat algorithm's slowest step crosses.
