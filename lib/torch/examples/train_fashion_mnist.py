@@ -6,7 +6,8 @@ does the communication (doc/pytorch.md).
 --algorithm: gloo (plain DDP, the reference), exact / q8 / q4 / fp16 / bf16 / sign (DDP with that
 bagua hook), backend (DDP without hook on the c10d backend "bagua", exact); FSDP2 (fully_shard
 per layer) on gloo (fsdp-gloo), on the "bagua" backend (fsdp-exact), or on it with
-bagua_torch.relax_reduce_scatter (fsdp-q8, fsdp-q4). The sign hook
+bagua_torch.relax_reduce_scatter (fsdp-q8, fsdp-q4); local (no communication at all: each rank
+trains its own copy, the compute time of a step for benchmarks). The sign hook
 carries the momentum itself (1-bit SGD: it sign-averages m = 0.9 m + g and returns the
 average), so for sign the optimizer is SGD without momentum; every other run uses SGD with
 momentum 0.9. Data: Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist). Each
@@ -31,7 +32,7 @@ import bagua_torch
 
 DATA_DIR = "/usr/share/datasets/fashion-mnist"
 FSDP_CHOICES = ("fsdp-gloo", "fsdp-exact", "fsdp-q8", "fsdp-q4")
-CHOICES = ("gloo", "backend") + bagua_torch.ALGORITHMS + FSDP_CHOICES
+CHOICES = ("gloo", "backend", "local") + bagua_torch.ALGORITHMS + FSDP_CHOICES
 MOMENTUM = 0.9
 
 
@@ -72,6 +73,8 @@ def wrapped(algorithm, hidden):
         if wire in ("q8", "q4"):
             bagua_torch.relax_reduce_scatter(model, wire)
         return model, None, True
+    if algorithm == "local":
+        return mlp(hidden), None, False
     group = dist.new_group(backend="bagua") if algorithm == "backend" else None
     model = nn.parallel.DistributedDataParallel(mlp(hidden), process_group=group)
     hook = None
@@ -128,8 +131,7 @@ def main():
         dist.barrier()
         epoch_times.append(time.perf_counter() - start)
         if collective_eval or rank == 0:  # with DDP every rank holds the same weights
-            test_accuracy = accuracy(model if collective_eval else model.module, test_images,
-                                     test_labels)
+            test_accuracy = accuracy(getattr(model, "module", model), test_images, test_labels)
         if rank == 0:
             if time_to_target is None and test_accuracy >= args.target:
                 time_to_target = f"{sum(epoch_times):.1f}"
