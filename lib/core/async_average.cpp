@@ -30,7 +30,7 @@ Status AsyncAverager::create(void *buf, size_t count, DType t, Memory memory, in
   std::unique_ptr<AsyncAverager> averager(
       new AsyncAverager(buf, count, t, interval_ms, std::move(comm)));
   if (memory == Memory::cuda) BAGUA_TRY(averager->stage_on_device());
-  averager->start();
+  BAGUA_TRY(averager->start());
   *out = std::move(averager);
   return BAGUA_SUCCESS;
 }
@@ -43,9 +43,10 @@ AsyncAverager::AsyncAverager(void *buf, size_t count, DType t, int interval_ms,
       interval_ms_(interval_ms),
       comm_(std::move(comm)),
       temp_((count + 1) * dtype_size(t)),
-      reduced_((count + 1) * dtype_size(t)) {}
+      reduced_((count + 1) * dtype_size(t)),
+      engine_(std::make_unique<ProgressEngine>()) {}
 
-// comm_ and the staging are freed after the thread stopped.
+// The engine, comm_ and the staging are freed after the task ended.
 AsyncAverager::~AsyncAverager() {
   abort();
   if (device_ == nullptr) return;
@@ -53,7 +54,7 @@ AsyncAverager::~AsyncAverager() {
   if (stream_ != nullptr) device_->destroy_stream(stream_);
 }
 
-// The device buffer's staging: the active device, the thread's stream and
+// The device buffer's staging: the active device, the averager's stream and
 // the page-locked copy of buf.
 Status AsyncAverager::stage_on_device() {
   BAGUA_TRY(require_active_device(&device_));
@@ -66,28 +67,44 @@ Status AsyncAverager::stage_on_device() {
   return BAGUA_SUCCESS;
 }
 
-void AsyncAverager::start() {
-  stop_requested_ = false;
-  exited_ = false;
-  thread_ = std::thread(&AsyncAverager::run, this);
+Status AsyncAverager::start() {
+  ProgressEngine::Task task;
+  BAGUA_TRY(engine_->prepare([this] { run(); }, &task));
+  {
+    std::lock_guard guard(control_);
+    stop_requested_ = false;
+    exited_ = false;
+  }
+  engine_->start(std::move(task));
+  return BAGUA_SUCCESS;
+}
+
+bool AsyncAverager::stop_requested() {
+  std::lock_guard guard(control_);
+  return stop_requested_;
+}
+
+void AsyncAverager::wait_interval() {
+  const auto until = ProgressEngine::Clock::now() + std::chrono::milliseconds(interval_ms_);
+  // A wake (abort's) or a spurious one ends a sleep early: check why.
+  while (!stop_requested() && ProgressEngine::Clock::now() < until)
+    ProgressEngine::sleep_until(until);
 }
 
 // Each round: wait the interval (cut short by a stop request), then one
 // allreduce that both averages and agrees on stopping.
 void AsyncAverager::run() {
   for (;;) {
-    {
-      std::unique_lock guard(control_);
-      wake_.wait_for(guard, std::chrono::milliseconds(interval_ms_),
-                     [&] { return stop_requested_; });
-    }
+    wait_interval();
     bool stop = false;
     // A failed round breaks comm_: the other ranks' next round waits for this
     // rank's in vain, also where only this rank failed (a device copy).
     const Status s = comm_->record_stop(average_once(&stop));
     if (s != BAGUA_SUCCESS || stop) break;
   }
+  std::lock_guard guard(control_);
   exited_ = true;
+  exited_cv_.notify_all();
 }
 
 Status AsyncAverager::average(const void *src, void *dst, size_t count, DType t) {
@@ -157,25 +174,26 @@ Status AsyncAverager::average_once(bool *stop) {
 }
 
 Status AsyncAverager::abort() {
-  if (thread_.joinable()) {
-    {
-      std::lock_guard guard(control_);
-      stop_requested_ = true;
+  {
+    std::unique_lock guard(control_);
+    stop_requested_ = true;
+    if (!exited_) {
+      engine_->wake_sleepers();
+      exited_cv_.wait(guard, [&] { return exited_; });
     }
-    wake_.notify_all();
-    thread_.join();
   }
   return comm_->failure().first();
 }
 
 Status AsyncAverager::resume() {
-  if (!exited_) return BAGUA_SUCCESS;
-  if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard guard(control_);
+    if (!exited_) return BAGUA_SUCCESS;
+  }
   BAGUA_TRY(comm_->check_usable());
-  // Barrier: no rank's thread runs a round before every rank has resumed.
+  // Barrier: no rank's task runs a round before every rank has resumed.
   BAGUA_TRY(barrier());
-  start();
-  return BAGUA_SUCCESS;
+  return start();
 }
 
 }  // namespace bagua

@@ -1,9 +1,10 @@
-// Asynchronous model averaging (doc/decentralized.md): a background thread
-// averages a registered buffer with all ranks every interval while the caller
-// keeps computing. The thread uses a private communicator state (its own
-// duplicate and transport), so its messages never match the caller's. A
-// device buffer is staged: each read and update goes through a page-locked
-// copy, on a stream of the thread's own.
+// Asynchronous model averaging (doc/decentralized.md): a task on a progress
+// engine (progress_engine.hpp) averages a registered buffer with all ranks
+// every interval while the caller keeps computing, sleeping on the engine in
+// between. It uses a private communicator state (its own duplicate and
+// transport), so its messages never match the caller's. A device buffer is
+// staged: each read and update goes through a page-locked copy, on a stream
+// of the averager's own.
 #pragma once
 
 #include <mpi.h>
@@ -13,11 +14,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "../base/dtype.hpp"
 #include "comm.hpp"
+#include "progress_engine.hpp"
 
 namespace bagua {
 
@@ -25,12 +26,12 @@ class Device;
 
 class AsyncAverager {
  public:
-  // Collective over user_comm; the thread starts running at once. `memory`
+  // Collective over user_comm; the task starts running at once. `memory`
   // is where buf lives.
   static Status create(void *buf, size_t count, DType t, Memory memory, int interval_ms,
                        MPI_Comm user_comm, std::unique_ptr<AsyncAverager> *out);
-  // Stops the thread (as abort), then frees the private communicator state
-  // and the staging of a device buffer.
+  // Stops the task (as abort), then frees the engine, the private
+  // communicator state and the staging of a device buffer.
   ~AsyncAverager();
   AsyncAverager(const AsyncAverager &) = delete;
   AsyncAverager &operator=(const AsyncAverager &) = delete;
@@ -38,9 +39,9 @@ class AsyncAverager {
   void lock() { weights_.lock(); }
   void unlock() { weights_.unlock(); }
 
-  // Collective: the ranks' threads stop after the same round.
+  // Collective: the ranks' tasks stop after the same round.
   Status abort();
-  // Collective: a barrier among the ranks, then the thread starts again.
+  // Collective: a barrier among the ranks, then the task starts again.
   Status resume();
   // Rounds whose average this rank applied so far.
   long long rounds() const { return rounds_.load(std::memory_order_relaxed); }
@@ -50,8 +51,11 @@ class AsyncAverager {
                 std::unique_ptr<Communicator> comm);
 
   Status stage_on_device();
-  void start();
+  Status start();
   void run();
+  // Sleeps on the engine for one interval, or less if a stop is requested.
+  void wait_interval();
+  bool stop_requested();
   Status average(const void *src, void *dst, size_t count, DType t);
   Status barrier();
   Status average_once(bool *stop);
@@ -62,22 +66,23 @@ class AsyncAverager {
   const size_t count_;
   const DType dtype_;
   const int interval_ms_;
-  // Used by the thread while it runs, by the caller while it does not.
+  // Used by the task while it runs, by the caller while it does not.
   std::unique_ptr<Communicator> comm_;
   Bytes temp_, reduced_;
   // A device buffer's staging, made at create (a round allocates nothing):
-  // its device, the thread's stream, and a page-locked copy of buf.
+  // its device, the averager's stream, and a page-locked copy of buf.
   Device *device_ = nullptr;
   void *stream_ = nullptr;
   void *host_copy_ = nullptr;
 
   std::mutex weights_;  // the caller's lock: held while buf is read or updated
-  std::mutex control_;  // guards stop_requested_
-  std::condition_variable wake_;
+  std::mutex control_;  // guards stop_requested_ and exited_
+  std::condition_variable exited_cv_;
   bool stop_requested_ = false;
-  std::thread thread_;
-  std::atomic<bool> exited_{true};
+  bool exited_ = true;
   std::atomic<long long> rounds_{0};
+  // Last: destroyed first, once its task has ended.
+  std::unique_ptr<ProgressEngine> engine_;
 };
 
 }  // namespace bagua

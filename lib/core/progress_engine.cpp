@@ -1,6 +1,9 @@
 #include "progress_engine.hpp"
 
+#include <algorithm>
 #include <new>
+#include <optional>
+#include <thread>
 #include <utility>
 
 namespace bagua {
@@ -12,6 +15,9 @@ constexpr size_t kSpareStacks = 16;
 // Rounds in which no task finished before each round also yields the core
 // (ranks often share cores).
 constexpr int kSpinRounds = 64;
+
+// The time the task now switched out on this thread asked to sleep until.
+thread_local std::optional<ProgressEngine::Clock::time_point> sleep_request;
 
 }  // namespace
 
@@ -52,12 +58,48 @@ void ProgressEngine::start(Task task) {
   wake_.notify_one();
 }
 
-bool ProgressEngine::take_started(std::deque<Task> &running) {
+void ProgressEngine::sleep_until(Clock::time_point until) {
+  if (!in_fiber()) {
+    std::this_thread::sleep_until(until);
+    return;
+  }
+  sleep_request = until;
+  fiber_yield();
+}
+
+void ProgressEngine::wake_sleepers() {
+  {
+    std::lock_guard lock(mutex_);
+    wake_sleepers_ = true;
+  }
+  wake_.notify_one();
+}
+
+bool ProgressEngine::take_started(std::deque<Task> &running, std::vector<Sleeper> &sleeping) {
   std::unique_lock lock(mutex_);
-  if (running.empty()) wake_.wait(lock, [&] { return stopping_ || !started_.empty(); });
+  const auto woken = [&] { return wake_sleepers_ || !started_.empty(); };
+  if (running.empty() && sleeping.empty()) {
+    wake_.wait(lock, [&] { return stopping_ || woken(); });
+  } else if (running.empty()) {
+    // A stopping engine still waits for its sleepers' time.
+    const auto first = std::min_element(sleeping.begin(), sleeping.end(),
+                                        [](auto &a, auto &b) { return a.until < b.until; });
+    wake_.wait_until(lock, first->until, woken);
+  }
   for (Task &t : started_) running.push_back(std::move(t));
   started_.clear();
-  return !running.empty();
+  // Sleepers due (or all, when woken) run again, in the order they slept.
+  const auto now = Clock::now();
+  const bool wake_all = std::exchange(wake_sleepers_, false);
+  std::vector<Sleeper> still;
+  for (Sleeper &s : sleeping) {
+    if (wake_all || s.until <= now)
+      running.push_back(std::move(s.task));
+    else
+      still.push_back(std::move(s));
+  }
+  sleeping = std::move(still);
+  return !running.empty() || !sleeping.empty() || !stopping_;
 }
 
 void ProgressEngine::recycle(Task task) {
@@ -69,10 +111,11 @@ void ProgressEngine::recycle(Task task) {
 
 void ProgressEngine::run() {
   std::deque<Task> running;
+  std::vector<Sleeper> sleeping;
   int idle_rounds = 0;
-  while (take_started(running)) {
-    // One round: each task runs until its next wait polls once; finished
-    // ones leave, the others go to the back in their order.
+  while (take_started(running, sleeping)) {
+    // One round: each task runs until its next wait polls once (or it asks
+    // to sleep); finished ones leave, the others go to the back in order.
     bool finished = false;
     for (size_t i = running.size(); i > 0; --i) {
       Task task = std::move(running.front());
@@ -80,12 +123,14 @@ void ProgressEngine::run() {
       if (task->resume()) {
         recycle(std::move(task));
         finished = true;
+      } else if (sleep_request) {
+        sleeping.push_back({*std::exchange(sleep_request, std::nullopt), std::move(task)});
       } else {
         running.push_back(std::move(task));
       }
     }
     idle_rounds = finished ? 0 : idle_rounds + 1;
-    if (idle_rounds > kSpinRounds) std::this_thread::yield();
+    if (idle_rounds > kSpinRounds && !running.empty()) std::this_thread::yield();
   }
 }
 

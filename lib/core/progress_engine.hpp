@@ -1,11 +1,15 @@
-// The thread that runs a communicator's background calls (nonblocking
-// collectives, buckets) as tasks: each task is a fiber (base/fiber.hpp) that
-// gives the thread back at every transport wait, so every task in flight
-// progresses, whatever order two ranks start them in, and 1024 calls in
-// flight take this one thread, not one each. Tasks run in the order they
-// were started until their first wait, then round-robin, one poll each.
+// The thread that runs a communicator's background work (nonblocking
+// collectives, buckets, asynchronous averaging) as tasks: each task is a
+// fiber (base/fiber.hpp) that gives the thread back at every transport wait,
+// so every task in flight progresses, whatever order two ranks start them
+// in, and 1024 calls in flight take this one thread, not one each. Tasks run
+// in the order they were started until their first wait, then round-robin,
+// one poll each. A task may also sleep (sleep_until): it is not polled until
+// its time comes or wake_sleepers() is called, and an engine with only
+// sleeping tasks sleeps too.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -37,22 +41,37 @@ class ProgressEngine {
   // Hands a prepared task to the engine's thread.
   void start(Task task);
 
+  using Clock = std::chrono::steady_clock;
+  // Inside a task: gives the thread back until `until` or the next
+  // wake_sleepers(), whichever comes first (the task re-checks why it
+  // slept). Outside a task: sleeps the calling thread until `until`.
+  static void sleep_until(Clock::time_point until);
+  // Ends the sleep of every task sleeping now.
+  void wake_sleepers();
+
   // The threads an engine runs: one, however many tasks are in flight.
   static constexpr int kThreads = 1;
 
  private:
+  struct Sleeper {
+    Clock::time_point until;
+    Task task;
+  };
   void run();
-  // Moves the started tasks into `running`, sleeping while there are none;
-  // false once the engine stops and no task is left.
-  bool take_started(std::deque<Task> &running);
+  // Moves the started tasks into `running`, and the sleepers whose time has
+  // come (all of them after wake_sleepers) back to it; while none runs,
+  // waits for a start, a wake or the first sleeper's time. False once the
+  // engine stops and no task is left.
+  bool take_started(std::deque<Task> &running, std::vector<Sleeper> &sleeping);
   // Keeps a finished task's stack for the next task.
   void recycle(Task task);
 
-  std::mutex mutex_;  // guards started_, spare_stacks_, stopping_
+  std::mutex mutex_;  // guards started_, spare_stacks_, stopping_, wake_sleepers_
   std::condition_variable wake_;
   std::deque<Task> started_;
   std::vector<FiberStack> spare_stacks_;
   bool stopping_ = false;
+  bool wake_sleepers_ = false;
   std::thread thread_;
 };
 

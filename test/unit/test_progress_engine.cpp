@@ -1,0 +1,63 @@
+// The progress engine's sleeping tasks: a sleeper is not polled until its
+// time, the other tasks run meanwhile, and wake_sleepers ends a sleep early.
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <thread>
+
+#include "core/progress_engine.hpp"
+
+namespace {
+
+using bagua::ProgressEngine;
+using Clock = ProgressEngine::Clock;
+
+void start(ProgressEngine &engine, std::function<void()> body) {
+  ProgressEngine::Task task;
+  REQUIRE(engine.prepare(std::move(body), &task) == BAGUA_SUCCESS);
+  engine.start(std::move(task));
+}
+
+void wait_for(const std::atomic<bool> &flag) {
+  while (!flag.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+}  // namespace
+
+TEST_CASE("a sleeping task wakes at its time while the others run", "[engine]") {
+  ProgressEngine engine;
+  std::atomic<bool> slept{false}, other_done{false}, other_before_wake{false};
+  const auto until = Clock::now() + std::chrono::milliseconds(50);
+  Clock::time_point woke;
+  start(engine, [&] {
+    ProgressEngine::sleep_until(until);
+    woke = Clock::now();
+    other_before_wake = other_done.load();
+    slept = true;
+  });
+  start(engine, [&] { other_done = true; });
+  wait_for(slept);
+  CHECK(woke >= until);
+  CHECK(other_before_wake);
+}
+
+TEST_CASE("wake_sleepers ends a sleep early", "[engine]") {
+  ProgressEngine engine;
+  std::atomic<bool> sleeping{false}, woke{false};
+  const auto until = Clock::now() + std::chrono::hours(1);
+  start(engine, [&] {
+    sleeping = true;
+    ProgressEngine::sleep_until(until);
+    woke = true;
+  });
+  wait_for(sleeping);
+  engine.wake_sleepers();
+  wait_for(woke);
+  CHECK(Clock::now() < until);
+}
+
+TEST_CASE("outside a task sleep_until sleeps the calling thread", "[engine]") {
+  const auto until = Clock::now() + std::chrono::milliseconds(20);
+  ProgressEngine::sleep_until(until);
+  CHECK(Clock::now() >= until);
+}
