@@ -1,6 +1,7 @@
 #include "partial_controller.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace bagua::partial_wire {
 
@@ -37,65 +38,45 @@ Status decode_assignment(std::span<const int64_t> words, int ranks, int self, Pl
 }  // namespace bagua::partial_wire
 
 namespace bagua {
-namespace {
-
-// Idle controller sleeps this long between polls: short next to a group's
-// latency, long enough not to steal a core from the ranks.
-constexpr auto kIdlePoll = std::chrono::microseconds(100);
-
-}  // namespace
 
 PartialController::PartialController(Transport &t, const PartialPolicy &policy)
     : t_(t),
       planner_(t.size(), policy),
       inbox_words_(static_cast<size_t>(t.size())),
-      inbox_(static_cast<size_t>(t.size())) {
-  thread_ = std::thread([this] { run(); });
+      inbox_(static_cast<size_t>(t.size())) {}
+
+PartialController::~PartialController() { end(); }
+
+Status PartialController::begin() {
+  for (int r = 0; r < t_.size(); ++r) BAGUA_TRY(post_inbox(r));
+  return BAGUA_SUCCESS;
 }
 
-PartialController::~PartialController() {
-  stop_ = true;
-  if (thread_.joinable()) thread_.join();
+Status PartialController::step(bool *progressed) {
+  *progressed = false;
+  const Status s = poll_and_close(progressed);
+  quiescent_ = s == BAGUA_SUCCESS && planner_.all_left() && outbox_.empty();
+  return s;
 }
 
-void PartialController::finish(const Deadline &deadline) {
-  quiescent_ = false;  // an earlier moment when every rank had left does not count
-  while (!quiescent_ && !done_ && !deadline.expired())
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  stop_ = true;
-  if (thread_.joinable()) thread_.join();
+// Ranks that left may come back: the inbox stays posted for every rank.
+Status PartialController::poll_and_close(bool *progressed) {
+  BAGUA_TRY(poll_inbox(progressed));
+  PlannedGroup group;
+  while (planner_.try_close(GroupPlanner::Clock::now(), &group)) {
+    BAGUA_TRY(send_group(group));
+    *progressed = true;
+  }
+  return poll_outbox(progressed);
 }
 
-void PartialController::run() {
-  // A failed controller stops serving; waiting ranks then time out. Once
-  // every rank has left (the communicator is being freed), no message comes
-  // for the inbox, and cancelling it leaves the control communicator freeable.
-  if (serve() == BAGUA_SUCCESS && quiescent_)
+void PartialController::end() {
+  if (std::exchange(ended_, true)) return;
+  if (quiescent_)
     for (Request &req : inbox_) t_.cancel_unmatched(&req);
   abandon_all(t_, inbox_);
   for (Outgoing &o : outbox_) abandon_all(t_, o.sends);
   outbox_.clear();
-  done_ = true;
-}
-
-// The event loop: take arrivals and leaves from the inbox, close every group
-// whose condition holds, and drive the assignment sends; sleep when idle.
-// Runs until stopped: ranks that left may come back.
-Status PartialController::serve() {
-  for (int r = 0; r < t_.size(); ++r) BAGUA_TRY(post_inbox(r));
-  while (!stop_) {
-    bool progressed = false;
-    BAGUA_TRY(poll_inbox(&progressed));
-    PlannedGroup group;
-    while (planner_.try_close(GroupPlanner::Clock::now(), &group)) {
-      BAGUA_TRY(send_group(group));
-      progressed = true;
-    }
-    BAGUA_TRY(poll_outbox(&progressed));
-    quiescent_ = planner_.all_left() && outbox_.empty();
-    if (!progressed) std::this_thread::sleep_for(kIdlePoll);
-  }
-  return BAGUA_SUCCESS;
 }
 
 Status PartialController::post_inbox(int rank) {

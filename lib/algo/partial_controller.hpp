@@ -1,14 +1,14 @@
 // The partial-reduce control plane: the wire format between ranks and the
-// controller, and the controller itself: one thread on one rank, event
-// driven, with one pre-posted fixed-size receive per rank as its inbox (no
-// any-source receive and no thread per waiting rank).
+// controller, and the controller itself: an event loop on one rank, with one
+// pre-posted fixed-size receive per rank as its inbox (no any-source receive
+// and no thread per waiting rank). The loop's steps never block; the core
+// runs them as a task of a progress engine (core/partial_state.cpp).
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <list>
 #include <span>
-#include <thread>
 #include <vector>
 
 #include "../transport/transport.hpp"
@@ -37,15 +37,31 @@ namespace bagua {
 class PartialController {
  public:
   // Serves the ranks of `t` (which outlives the controller; the rank's own
-  // client thread uses it too, so the transport must be thread-safe).
+  // calls use it from another thread, so the transport must be thread-safe).
   PartialController(Transport &t, const PartialPolicy &policy);
+  // Abandons whatever is still posted (end() cancels the inbox first when
+  // every rank has left).
   ~PartialController();
   PartialController(const PartialController &) = delete;
   PartialController &operator=(const PartialController &) = delete;
 
-  // Returns once every rank has left (and every assignment was sent), or at
-  // the deadline; the thread is gone.
-  void finish(const Deadline &deadline);
+  // Posts the inbox: one receive per rank.
+  Status begin();
+  // One pass of the event loop: takes arrivals and leaves from the inbox,
+  // closes every group whose condition holds and drives the assignment
+  // sends. *progressed: whether anything happened (else the caller may
+  // sleep before the next step). A failed step ends the serving; waiting
+  // ranks then time out.
+  Status step(bool *progressed);
+  // Every rank has left and nothing is left to send, at the last step; any
+  // thread may ask. forget_quiescence() makes an earlier such moment not count.
+  bool quiescent() const { return quiescent_; }
+  void forget_quiescence() { quiescent_ = false; }
+  // After the last step (or at destruction): once every rank has left (the
+  // communicator is being freed) no message comes for the inbox, and
+  // cancelling it leaves the control communicator freeable; everything else
+  // posted is abandoned. Later calls do nothing.
+  void end();
 
  private:
   struct Outgoing {
@@ -53,8 +69,7 @@ class PartialController {
     std::vector<Request> sends;
   };
 
-  void run();
-  Status serve();
+  Status poll_and_close(bool *progressed);
   Status post_inbox(int rank);
   Status poll_inbox(bool *progressed);
   Status send_group(const PlannedGroup &g);
@@ -65,10 +80,8 @@ class PartialController {
   std::vector<partial_wire::RequestWords> inbox_words_;
   std::vector<Request> inbox_;
   std::list<Outgoing> outbox_;
-  std::atomic<bool> stop_{false};
-  std::atomic<bool> quiescent_{false};  // every rank has left, nothing to send
-  std::atomic<bool> done_{false};       // the event loop ended
-  std::thread thread_;
+  std::atomic<bool> quiescent_{false};
+  bool ended_ = false;
 };
 
 }  // namespace bagua

@@ -1,5 +1,6 @@
 #include "partial_state.hpp"
 
+#include <chrono>
 #include <thread>
 
 #include "../transport/mpi_bounded.hpp"
@@ -18,12 +19,16 @@ Status check_options(const PartialOptions &o, int size) {
   return BAGUA_SUCCESS;
 }
 
+// An idle controller sleeps this long between steps: short next to a group's
+// latency, long enough not to steal a core from the ranks.
+constexpr auto kIdlePoll = std::chrono::microseconds(100);
+
 PartialPolicy policy_of(const PartialOptions &o) {
   return {o.min_group_size, double(o.deadline_ms), double(o.deadline_min_ms),
           double(o.deadline_max_ms), o.tau};
 }
 
-// The controller thread and this rank's calls share the control transport:
+// The controller's task and this rank's calls share the control transport:
 // over a duplicate of comm's, or connected over comm's transport on a
 // communicator formed without MPI (control_comm MPI_COMM_NULL).
 Status create_control(Communicator &comm, MPI_Comm *control_comm,
@@ -46,15 +51,14 @@ Status PartialState::get(Communicator &comm, PartialState **out) {
 
 Status PartialState::create(Communicator &comm, std::unique_ptr<PartialState> *out) {
   const PartialOptions &o = comm.options().partial;
-  BAGUA_TRY(require_thread_multiple("partial reduce (its controller thread)"));
+  BAGUA_TRY(require_thread_multiple("partial reduce (its controller's thread)"));
   BAGUA_TRY(check_options(o, comm.size()));
   MPI_Comm control_comm;
   std::unique_ptr<Transport> control;
   BAGUA_TRY(create_control(comm, &control_comm, &control));
   std::unique_ptr<PartialState> state(new PartialState(
       control_comm, std::move(control), o.controller_rank, comm.options().timeout_ms));
-  if (comm.rank() == o.controller_rank)
-    state->controller_ = std::make_unique<PartialController>(*state->control_, policy_of(o));
+  if (comm.rank() == o.controller_rank) BAGUA_TRY(state->start_controller(policy_of(o)));
   *out = std::move(state);
   return BAGUA_SUCCESS;
 }
@@ -69,13 +73,46 @@ PartialState::PartialState(MPI_Comm control_comm, std::unique_ptr<Transport> con
 
 PartialState::~PartialState() {
   if (!left_) leave();
-  if (controller_) controller_->finish(Deadline::after_ms(timeout_ms_));
-  controller_.reset();
+  if (controller_) stop_controller();
   const bool late_bytes_possible = control_->late_messages_possible();
   control_.reset();
   // As for the communicator's duplicate (comm.cpp): late bytes must not reach
   // a communicator that reuses this one's context.
   if (!late_bytes_possible && control_comm_ != MPI_COMM_NULL) free_dup(&control_comm_);
+}
+
+Status PartialState::start_controller(const PartialPolicy &policy) {
+  auto engine = std::make_unique<ProgressEngine>();
+  ProgressEngine::Task task;
+  BAGUA_TRY(engine->prepare([this] { serve_controller(); }, &task));
+  controller_ = std::make_unique<PartialController>(*control_, policy);
+  controller_engine_ = std::move(engine);
+  controller_engine_->start(std::move(task));
+  return BAGUA_SUCCESS;
+}
+
+// The controller's event loop, until stopped; a failed step ends it (waiting
+// ranks then time out).
+void PartialState::serve_controller() {
+  Status s = controller_->begin();
+  while (s == BAGUA_SUCCESS && !controller_stop_) {
+    bool progressed = false;
+    s = controller_->step(&progressed);
+    if (s == BAGUA_SUCCESS && !progressed)
+      ProgressEngine::sleep_until(ProgressEngine::Clock::now() + kIdlePoll);
+  }
+  controller_->end();
+  controller_done_ = true;
+}
+
+void PartialState::stop_controller() {
+  const Deadline deadline = Deadline::after_ms(timeout_ms_);
+  controller_->forget_quiescence();  // an earlier moment when every rank had left does not count
+  while (!controller_->quiescent() && !controller_done_ && !deadline.expired())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  controller_stop_ = true;
+  controller_engine_.reset();  // the task ends within one idle poll
+  controller_.reset();
 }
 
 Status PartialState::send_to_controller(partial_wire::Kind kind, int group_size,

@@ -1,17 +1,20 @@
 // Per-communicator state of partial reduce: the controller's own duplicated
 // communicator and MPI transport (on a communicator formed without MPI, no
 // duplicate and a ucx transport connected over the communicator's; used from
-// two threads on the controller rank, hence MPI_THREAD_MULTIPLE), the controller thread on its
-// rank, and this rank's iteration count. An extension of the Communicator, so it goes away with it.
+// two threads on the controller rank, hence MPI_THREAD_MULTIPLE), the controller on its rank
+// (its event loop a task of a progress engine of its own), and this rank's iteration count. An
+// extension of the Communicator, so it goes away with it.
 #pragma once
 
 #include <mpi.h>
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
 #include "../algo/partial_controller.hpp"
 #include "comm.hpp"
+#include "progress_engine.hpp"
 
 namespace bagua {
 
@@ -39,10 +42,16 @@ class PartialState final : public CommExtension {
   PartialState(MPI_Comm control_comm, std::unique_ptr<Transport> control, int controller_rank,
                int64_t timeout_ms);
   Status send_to_controller(partial_wire::Kind kind, int group_size, const Deadline &deadline);
+  // The controller rank's controller and the task that runs its loop.
+  Status start_controller(const PartialPolicy &policy);
+  void serve_controller();
+  // Waits (up to the timeout) until every rank has left, then ends the task.
+  void stop_controller();
 
   MPI_Comm control_comm_;
   std::unique_ptr<Transport> control_;
   std::unique_ptr<PartialController> controller_;  // on the controller rank only
+  std::atomic<bool> controller_stop_{false}, controller_done_{false};
   const int controller_rank_;
   const int64_t timeout_ms_;
   int64_t iteration_ = 0;
@@ -50,6 +59,8 @@ class PartialState final : public CommExtension {
   partial_wire::RequestWords request_words_{};
   std::vector<int64_t> assignment_words_;
   Bytes scratch_;
+  // Last: destroyed first (its task uses the members above).
+  std::unique_ptr<ProgressEngine> controller_engine_;
 };
 
 }  // namespace bagua
