@@ -41,14 +41,13 @@ constexpr EnvVar kVars[] = {
          "1 = before any data moves, the ranks of each call compare a fingerprint of it (family, "
          "algorithm, count, datatype, op) and all return BAGUA_ERR_MISMATCH if they differ (a "
          "16-byte recursive doubling per call); 0 = skip the check, except in calls that keep "
-         "state "
-         "(sign, low precision), whose exchange also agrees that every input is finite.",
+         "state (sign, low precision), whose exchange also agrees that every input is finite.",
      .range = {0, 1}},
     {.name = "BAGUA_MAX_IN_FLIGHT",
      .default_value = "1024",
      .description =
          "Most nonblocking calls (bagua_iallreduce*) started and not yet waited for per "
-         "communicator, 1 .. 1024 (each running one holds a thread and a tag slot); a call beyond "
+         "communicator, 1 .. 1024 (each running one holds a tag slot); a call beyond "
          "it is refused with BAGUA_ERR_INVALID_ARGUMENT and still takes its place in the call "
          "order.",
      .range = {1, 1024}},
@@ -57,13 +56,10 @@ constexpr EnvVar kVars[] = {
      .description =
          "mpi transport: a message of at least this many bytes travels as MPI messages of this "
          "size (1024 .. 1 GiB), to every peer; 0 = whole messages; auto = Open MPI's TCP eager "
-         "limit "
-         "less 128 bytes of headers, rounded down to 4 KiB (61440 by default), for the peers Open "
-         "MPI "
-         "may reach over ob1 and TCP (all when its shared-memory BTL is not selected, else those "
-         "on other hosts), so two ranks sending to each other keep the full link "
-         "(doc/transports.md, "
-         "\"Message pieces\"); else 0.",
+         "limit less 128 bytes of headers, rounded down to 4 KiB (61440 by default), for the "
+         "peers Open MPI may reach over ob1 and TCP (all when its shared-memory BTL is not "
+         "selected, else those on other hosts), so two ranks sending to each other keep the full "
+         "link (doc/transports.md, \"Message pieces\"); else 0.",
      .range = {0, int64_t{1} << 30}},
     {.name = "BAGUA_MPI_PIECES_IN_FLIGHT",
      .default_value = "64",
@@ -222,19 +218,24 @@ const char *set_value(const char *name) {
   return value != nullptr && *value != '\0' ? value : nullptr;
 }
 
+const EnvVar *find_var(const char *name) {
+  for (const EnvVar &v : kVars)
+    if (std::strcmp(v.name, name) == 0) return &v;
+  return nullptr;
+}
+
 const char *lookup(const char *name) {
   if (const char *value = set_value(name)) return value;
-  for (const EnvVar &v : kVars)
-    if (std::strcmp(v.name, name) == 0 && set_value(v.alias) != nullptr) return set_value(v.alias);
+  const EnvVar *v = find_var(name);
+  if (v != nullptr && set_value(v->alias) != nullptr) return set_value(v->alias);
   return env_default(name);
 }
 
 }  // namespace
 
 const char *env_default(const char *name) {
-  for (const EnvVar &v : kVars)
-    if (std::strcmp(v.name, name) == 0) return v.default_value;
-  return "";
+  const EnvVar *v = find_var(name);
+  return v != nullptr ? v->default_value : "";
 }
 
 std::span<const EnvVar> env_vars() { return kVars; }
@@ -253,12 +254,6 @@ uint64_t env_fingerprint() {
 std::string env_string(const char *name) { return lookup(name); }
 
 namespace {
-
-const EnvVar *find_var(const char *name) {
-  for (const EnvVar &v : kVars)
-    if (std::strcmp(v.name, name) == 0) return &v;
-  return nullptr;
-}
 
 bool parse_int(const char *text, EnvRange range, int64_t *out) {
   char *end = nullptr;
