@@ -8,8 +8,12 @@
 // CPU time like the row itself, so load on a shared machine affects them
 // alike. The standard flags (--benchmark_format=json, --benchmark_out, ...)
 // apply; the CPU path and the peers' procedure are in the context block.
-// `--error-table [q8|q4]` instead prints q8 (or q4) error and speed per
-// block size for normally distributed (gradient-like) data.
+// Besides the rows of each kernel by instruction set (q8, the casts, sign),
+// every codec wire of the registry has an encode and a decode_accumulate row
+// at its default block on the best instruction set (BM_wire_*), so a new
+// wire is benchmarked without an edit here. `--error-table [WIRE]` instead
+// prints a min-max wire's (default q8) error and speed per block size for
+// normally distributed (gradient-like) data.
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
 #include <math.h>
@@ -23,7 +27,9 @@
 #include <string>
 #include <vector>
 
+#include "base/wires.hpp"
 #include "codec.h"
+#include "core/options.hpp"
 #include "cpu/codec_cpu.h"
 
 namespace {
@@ -143,18 +149,15 @@ void BM_memcpy(benchmark::State &state) {
   });
 }
 
-// A min-max codec (q8, q4), for its rows and its error table.
+// The q8 kernels by instruction set, for its rows.
 struct MinMaxBench {
-  double levels;
   size_t (*encoded_bytes)(size_t, uint32_t);
   codec::CodecStatus (*encode)(Isa, const void *, DType, size_t, uint32_t, void *);
   codec::CodecStatus (*decode)(Isa, const void *, size_t, size_t, uint32_t, void *, DType);
   codec::CodecStatus (*decode_accumulate)(Isa, const void *, size_t, size_t, uint32_t, float *);
 };
-const MinMaxBench kQ8{255, codec::q8_encoded_bytes, cpu::q8_encode, cpu::q8_decode,
+const MinMaxBench kQ8{codec::q8_encoded_bytes, cpu::q8_encode, cpu::q8_decode,
                       cpu::q8_decode_accumulate};
-const MinMaxBench kQ4{15, codec::q4_encoded_bytes, cpu::q4_encode, cpu::q4_decode,
-                      cpu::q4_decode_accumulate};
 
 void BM_minmax_encode(benchmark::State &state, const MinMaxBench &c) {
   Buffers &b = Buffers::get();
@@ -265,8 +268,6 @@ void block_args(benchmark::internal::Benchmark *b, int64_t block) {
 
 void codec_args(benchmark::internal::Benchmark *b) { block_args(b, codec::kDefaultQ8Block); }
 
-void q4_args(benchmark::internal::Benchmark *b) { block_args(b, codec::kDefaultQ4Block); }
-
 void cast_args(benchmark::internal::Benchmark *b) {
   b->ArgNames({"avx2", "wire", "MiB"})->Unit(benchmark::kMillisecond);
   for (auto f : {codec::CastFormat::fp16, codec::CastFormat::bf16}) {
@@ -279,9 +280,6 @@ BENCHMARK(BM_memcpy)->ArgName("MiB")->Arg(64)->Arg(1)->Unit(benchmark::kMillisec
 BENCHMARK_CAPTURE(BM_minmax_encode, q8, kQ8)->Apply(codec_args);
 BENCHMARK_CAPTURE(BM_minmax_decode, q8, kQ8, false)->Apply(codec_args);
 BENCHMARK_CAPTURE(BM_minmax_decode, q8_accumulate, kQ8, true)->Apply(codec_args);
-BENCHMARK_CAPTURE(BM_minmax_encode, q4, kQ4)->Apply(q4_args);
-BENCHMARK_CAPTURE(BM_minmax_decode, q4, kQ4, false)->Apply(q4_args);
-BENCHMARK_CAPTURE(BM_minmax_decode, q4_accumulate, kQ4, true)->Apply(q4_args);
 BENCHMARK(BM_cast_encode)->Apply(cast_args);
 BENCHMARK(BM_cast_decode)->Apply(cast_args);
 BENCHMARK(BM_cast_decode_accumulate)->Apply(cast_args);
@@ -289,6 +287,47 @@ BENCHMARK(BM_sign_encode)->Apply(codec_args);
 BENCHMARK(BM_sign_encode_with_feedback)->Apply(codec_args);
 BENCHMARK(BM_sign_decode)->Apply(codec_args);
 BENCHMARK(BM_sign_decode_accumulate)->Apply(codec_args);
+
+// A registry wire's host kernels at its default block (best instruction
+// set): encode reads the floats and writes the encoding (with error
+// feedback it also reads and writes the residual); decode_accumulate reads
+// the encoding and reads and writes the accumulator.
+codec::CodecParams default_params(const bagua::WireInfo &w) {
+  Buffers &b = Buffers::get();
+  return {bagua::CompressedOptions{}.block(w.id), 1,
+          w.error_feedback ? b.residual.data() : nullptr};
+}
+
+void BM_wire_encode(benchmark::State &state, const bagua::WireInfo *w) {
+  Buffers &b = Buffers::get();
+  const codec::CodecParams p = default_params(*w);
+  const size_t n = count_arg(state, 0), input = n * sizeof(float);
+  const size_t feedback = p.residual != nullptr ? 2 * input : 0;
+  run_row(state, n, input + w->host->encoded_bytes(n, p.block) + feedback,
+          [&] { return w->host->encode(p, b.x.data(), DType::f32, n, b.enc.data()); });
+}
+
+void BM_wire_decode_accumulate(benchmark::State &state, const bagua::WireInfo *w) {
+  Buffers &b = Buffers::get();
+  const codec::CodecParams p = default_params(*w);
+  const size_t n = count_arg(state, 0), input = n * sizeof(float);
+  const size_t bytes = w->host->encoded_bytes(n, p.block);
+  w->host->encode(p, b.x.data(), DType::f32, n, b.enc.data());
+  run_row(state, n, bytes + 2 * input,
+          [&] { return w->host->decode_accumulate(p, b.enc.data(), bytes, n, b.out.data()); });
+}
+
+// The BM_wire_* rows of every codec wire, at 64 and 1 MiB.
+void register_wire_rows() {
+  for (const bagua::WireInfo &w : bagua::wires()) {
+    if (!bagua::is_codec(w.id)) continue;
+    const std::string encode = std::string("BM_wire_encode/") + w.name;
+    const std::string decode = std::string("BM_wire_decode_accumulate/") + w.name;
+    for (auto *row : {benchmark::RegisterBenchmark(encode.c_str(), BM_wire_encode, &w),
+                      benchmark::RegisterBenchmark(decode.c_str(), BM_wire_decode_accumulate, &w)})
+      row->ArgName("MiB")->Arg(64)->Arg(1)->Unit(benchmark::kMillisecond);
+  }
+}
 
 // Best-of-five wall time of fn, in seconds.
 template <class Fn>
@@ -303,21 +342,36 @@ double best_time(Fn &&fn) {
   return best;
 }
 
-// q8 error and speed per block size on N(0, 1) data: max |x - x'| / max |x|,
-// RMS relative error ||x - x'|| / ||x||, the worst error in units of the
-// per-block bound (max - min) / (2 levels), the header overhead, and throughput.
-int error_table(const MinMaxBench &c, uint32_t first_block) {
-  const Isa isa = cpu::best_isa();
+// Payload bits per element of a wire: its encoding of one block of 1 Mi
+// elements, whose header is negligible.
+double payload_bits(const codec::HostCodecKernels &k) {
+  constexpr size_t n = size_t(1) << 20;
+  return std::round(8.0 * double(k.encoded_bytes(n, uint32_t(n))) / double(n));
+}
+
+// A min-max wire's error and speed per block size, from an eighth of its
+// default block to 8 times it, on N(0, 1) data: max |x - x'| / max |x|, RMS
+// relative error ||x - x'|| / ||x||, the worst error in units of the
+// per-block bound (max - min) / (2 levels), levels = 2^bits - 1, the header
+// overhead, and throughput.
+int error_table(const bagua::WireInfo &w) {
+  const codec::HostCodecKernels &c = *w.host;
+  const double levels = std::exp2(payload_bits(c)) - 1;
+  const uint32_t first_block = bagua::CompressedOptions{}.block(w.id) / 8;
   Buffers &b = Buffers::get();
   std::printf("%7s %9s %12s %12s %10s %9s %9s\n", "block", "overhead", "max_rel_err", "rms_rel_err",
               "err/bound", "enc GB/s", "dacc GB/s");
   for (uint32_t block = first_block; block <= first_block * 64; block *= 2) {
+    const codec::CodecParams p{block, 1, nullptr};
     const size_t bytes = c.encoded_bytes(kCount, block);
+    // A block size the codec refuses is left out.
+    if (c.encode(p, b.x.data(), DType::f32, kCount, b.enc.data()) != codec::CodecStatus::ok)
+      continue;
     const double enc_s =
-        best_time([&] { c.encode(isa, b.x.data(), DType::f32, kCount, block, b.enc.data()); });
-    const double acc_s = best_time(
-        [&] { c.decode_accumulate(isa, b.enc.data(), bytes, kCount, block, b.out.data()); });
-    c.decode(isa, b.enc.data(), bytes, kCount, block, b.out.data(), DType::f32);
+        best_time([&] { c.encode(p, b.x.data(), DType::f32, kCount, b.enc.data()); });
+    const double acc_s =
+        best_time([&] { c.decode_accumulate(p, b.enc.data(), bytes, kCount, b.out.data()); });
+    c.decode(p, b.enc.data(), bytes, kCount, b.out.data(), DType::f32);
     double max_abs = 0, max_err = 0, sum_sq = 0, sum_err_sq = 0, worst = 0;
     // Per block: the error relative to the half-step bound of that block.
     for (size_t first = 0; first < kCount; first += block) {
@@ -332,11 +386,11 @@ int error_table(const MinMaxBench &c, uint32_t first_block) {
         max_err = std::max(max_err, err);
         sum_sq += double(b.x[i]) * b.x[i];
         sum_err_sq += err * err;
-        worst = std::max(worst, err / ((double(hi) - lo) / (2 * c.levels)));
+        worst = std::max(worst, err / ((double(hi) - lo) / (2 * levels)));
       }
     }
     std::printf("%7u %8.2f%% %12.3e %12.3e %10.4f %9.2f %9.2f\n", block,
-                100.0 * (double(bytes) / (kCount * log2(c.levels + 1) / 8) - 1), max_err / max_abs,
+                100.0 * (double(bytes) / (kCount * log2(levels + 1) / 8) - 1), max_err / max_abs,
                 sqrt(sum_err_sq / sum_sq), worst, kBytes / enc_s / 1e9, kBytes / acc_s / 1e9);
   }
   return 0;
@@ -346,9 +400,16 @@ int error_table(const MinMaxBench &c, uint32_t first_block) {
 
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--error-table") == 0) {
-    const bool q4 = argc > 2 && strcmp(argv[2], "q4") == 0;
-    return q4 ? error_table(kQ4, 64) : error_table(kQ8, 256);
+    const bagua::WireInfo *w = bagua::wire_named(argc > 2 ? argv[2] : "q8");
+    // A min-max wire: a codec with a block setting and no error feedback.
+    if (w == nullptr || !bagua::is_codec(w->id) || w->block.setting == nullptr ||
+        w->error_feedback) {
+      std::fprintf(stderr, "bagua-bench-codec: --error-table takes a min-max wire (q8 ...)\n");
+      return 2;
+    }
+    return error_table(*w);
   }
+  register_wire_rows();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::AddCustomContext("cpu_path", cpu::isa_name(cpu::best_isa()));

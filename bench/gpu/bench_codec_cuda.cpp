@@ -1,7 +1,8 @@
 // CUDA codec kernels against the device's own copy rate: each kernel's
 // traffic (bytes read + written) over its time, as a fraction of a
 // device-to-device cudaMemcpy measured in the same run and of the nominal HBM
-// bandwidth (--hbm-gbs, default 4800 for an H200). Issue #16's goal: >= 0.7x
+// bandwidth (--hbm-gbs, default 4800 for an H200), for every codec wire of the
+// registry at its default block. Issue #16's goal: >= 0.7x
 // HBM for encode and decode_accumulate at 256 MiB.
 //   bagua-bench-codec-cuda [--mib 256] [--iters 20] [--hbm-gbs 4800]
 // Exits 77 ("no GPU: skipped") when no CUDA device is usable.
@@ -14,7 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "base/wires.hpp"
 #include "codec_cuda.h"
+#include "core/options.hpp"
 
 namespace codec = bagua::codec;
 namespace gpu = bagua::codec::gpu;
@@ -105,7 +108,6 @@ int main(int argc, char **argv) {
   }
   const size_t count = s.mib << 18;  // float32 elements in s.mib MiB
   const size_t bytes = count * sizeof(float);
-  const uint32_t block = 2048;
   void *src, *copy, *encoded;
   float *acc;
   uint32_t *status;
@@ -130,57 +132,29 @@ int main(int argc, char **argv) {
               "x_hbm");
   row("memcpy device-to-device", 2 * bytes, copy_ms, copy_gbs, s.hbm_gbs);
 
-  // Each codec: encode reads the floats and writes the encoding;
-  // decode_accumulate reads the encoding and reads and writes the floats.
-  const size_t cast = codec::cast_encoded_bytes(count);
-  const size_t sign = codec::sign_encoded_bytes(count, block);
-  // A min-max codec's two rows at `blk` elements per block.
-  const auto minmax_rows = [&](const char *name, size_t (*encoded_bytes)(size_t, uint32_t),
-                               auto encode, auto decode_accumulate, uint32_t blk) {
-    const size_t n = encoded_bytes(count, blk);
-    expect_ok(encode(src, DType::f32, count, blk, encoded, nullptr), name);
-    row((std::string(name) + " encode").c_str(), bytes + n,
-        time_ms(s.iters, [&] { encode(src, DType::f32, count, blk, encoded, nullptr); }), copy_gbs,
-        s.hbm_gbs);
-    row((std::string(name) + " decode_accumulate").c_str(), n + 2 * bytes,
-        time_ms(s.iters, [&] { decode_accumulate(encoded, n, count, blk, acc, status, nullptr); }),
-        copy_gbs, s.hbm_gbs);
-  };
-  minmax_rows("q8", codec::q8_encoded_bytes, gpu::q8_encode, gpu::q8_decode_accumulate, block);
-  // q4 at its own default block (BAGUA_Q4_BLOCK).
-  minmax_rows("q4", codec::q4_encoded_bytes, gpu::q4_encode, gpu::q4_decode_accumulate, 256);
-  expect_ok(
-      gpu::cast_encode(src, DType::f32, count, codec::CastFormat::fp16, 1.0f, encoded, nullptr),
-      "cast_encode");
-  row("fp16 encode", bytes + cast,
-      time_ms(s.iters,
-              [&] {
-                gpu::cast_encode(src, DType::f32, count, codec::CastFormat::fp16, 1.0f, encoded,
-                                 nullptr);
-              }),
-      copy_gbs, s.hbm_gbs);
-  row("fp16 decode_accumulate", cast + 2 * bytes,
-      time_ms(s.iters,
-              [&] { gpu::cast_decode_accumulate(encoded, cast, count, acc, status, nullptr); }),
-      copy_gbs, s.hbm_gbs);
-  // Sign with feedback reads g and the residual and writes both outputs.
+  // Every codec wire of the registry at its default block: encode reads the
+  // floats and writes the encoding (with error feedback it also reads and
+  // writes the residual); decode_accumulate reads the encoding and reads and
+  // writes the floats.
+  const bagua::CompressedOptions defaults;
   float *residual = static_cast<float *>(copy);
-  check(cudaMemset(residual, 0, bytes), "cudaMemset");
-  expect_ok(gpu::sign_encode_with_feedback(static_cast<const float *>(src), residual, count, block,
-                                           encoded, nullptr),
-            "sign_encode_with_feedback");
-  row("sign encode (feedback)", 3 * bytes + sign,
-      time_ms(s.iters,
-              [&] {
-                gpu::sign_encode_with_feedback(static_cast<const float *>(src), residual, count,
-                                               block, encoded, nullptr);
-              }),
-      copy_gbs, s.hbm_gbs);
-  row("sign decode_accumulate", sign + 2 * bytes,
-      time_ms(
-          s.iters,
-          [&] { gpu::sign_decode_accumulate(encoded, sign, count, block, acc, status, nullptr); }),
-      copy_gbs, s.hbm_gbs);
+  for (const bagua::WireInfo &w : bagua::wires()) {
+    if (!bagua::is_codec(w.id)) continue;
+    const gpu::DeviceCodecKernels *k = gpu::find_device_kernels(w.name);
+    if (k == nullptr) continue;
+    if (w.error_feedback) check(cudaMemset(residual, 0, bytes), "cudaMemset");
+    const codec::CodecParams p{defaults.block(w.id), 1, w.error_feedback ? residual : nullptr};
+    const size_t n = w.host->encoded_bytes(count, p.block);
+    const size_t feedback = w.error_feedback ? 2 * bytes : 0;
+    const std::string name = w.name;
+    expect_ok(k->encode(p, src, DType::f32, count, encoded, nullptr), w.name);
+    row((name + " encode").c_str(), bytes + n + feedback,
+        time_ms(s.iters, [&] { k->encode(p, src, DType::f32, count, encoded, nullptr); }), copy_gbs,
+        s.hbm_gbs);
+    row((name + " decode_accumulate").c_str(), n + 2 * bytes,
+        time_ms(s.iters, [&] { k->decode_accumulate(p, encoded, n, count, acc, status, nullptr); }),
+        copy_gbs, s.hbm_gbs);
+  }
   check(cudaDeviceSynchronize(), "kernels");
   uint32_t device_status = 0;
   check(cudaMemcpy(&device_status, status, sizeof device_status, cudaMemcpyDeviceToHost),

@@ -8,12 +8,12 @@
 # communication: the compute of a step) it also prints the exact-gradient bound: local's step
 # plus one ring allreduce of the float32 gradients at the link rate (2(n-1)/n of their bytes
 # per rank), and each exact DDP row's time against it.
-#   bench/torch/step_time.sh [-r RATE] [-s STEPS] [-a "gloo exact backend q8 q4 ..."]
-# Default: 1gbit, 20 steps, local gloo exact backend q8 q4 fsdp-gloo fsdp-exact fsdp-q8 fsdp-q4.
+#   bench/torch/step_time.sh [-r RATE] [-s STEPS] [-a "local gloo exact backend q8 fsdp-q8 ..."]
+# Default: 1gbit, 20 steps, every run the trainer offers (its --algorithm choices).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 rate=1gbit steps=20 hosts=4
-algorithms="local gloo exact backend q8 q4 fsdp-gloo fsdp-exact fsdp-q8 fsdp-q4"
+algorithms=
 while getopts "r:s:a:" option; do
   case $option in
     r) rate=$OPTARG ;;
@@ -25,13 +25,15 @@ done
 python=${PYTHON:-$("$root/bin/bagua-venv")}
 export PYTHONPATH="$root/build/lib/torch${PYTHONPATH:+:$PYTHONPATH}" OMP_NUM_THREADS=1
 export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1}
+trainer=$root/lib/torch/examples/train_fashion_mnist.py
+[ -n "$algorithms" ] || algorithms=$("$python" "$trainer" --list-choices)
 declare -A step_ms
 parameters=
 echo "# $rate, $hosts emulated hosts, MLP 784-4608-4608-10, batch 16, $steps timed steps"
 printf '%-11s %9s %8s %12s\n' run ms/step accuracy "x its gloo"
 for algorithm in $algorithms; do
   line=$("$root/bench/netemu.sh" -n "$hosts" -r "$rate" -- "$root/lib/torch/examples/emulated_host.sh" \
-    "$python" "$root/lib/torch/examples/train_fashion_mnist.py" --algorithm "$algorithm" \
+    "$python" "$trainer" --algorithm "$algorithm" \
     --hidden 4608 --batch 16 --epochs 2 --max-steps "$steps" 2>&1 | grep '^RESULT')
   # The second epoch's time: the first one pays the start-up (buckets, allocations).
   ms=$(sed -n 's/.* last_epoch_step_ms=\([^ ]*\).*/\1/p' <<<"$line")

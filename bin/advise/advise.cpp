@@ -802,7 +802,7 @@ Status alltoall_rounds_with_compute(Probe &probe, size_t message, int rounds, in
 }
 
 // The transfer beside the compute: ByteGrad-like rounds of messages of at
-// most 16 KiB (sign's and q4's smallest), as many as about 3 ms of the
+// most 16 KiB (the smallest that the lowest-bit wires send), as many as about 3 ms of the
 // measured link carry, so that the link's own time stays far inside the
 // compute beside it (a longer transfer, stretched by the scheduling of ranks
 // that share cores, outlasts the compute and reads as CPU).

@@ -57,9 +57,9 @@ Advice advise(const CostParams &params, size_t model_bytes, const std::vector<do
 
 // Rows whose prediction lies within this fraction of the fastest
 // allreduce's are raced: closer than the model separates them from one
-// launch of its probes to the next (at 10 Gbit / 64 MiB it put q4 0.91-1.19
-// of sign's time where the calls measured 1.11-1.32, doc/benchmarks.md,
-// "What was tried").
+// launch of its probes to the next (at 10 Gbit / 64 MiB it put the two
+// 4-bit-or-smaller wires at 0.91-1.19 of each other's time where the calls
+// measured 1.11-1.32, doc/benchmarks.md, "What was tried").
 constexpr double kRaceFraction = 0.25;
 
 // The allreduce rows of `a` to race (indices into a.rows): those predicted

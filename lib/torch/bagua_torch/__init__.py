@@ -9,7 +9,7 @@ from ._C import BaguaError
 from .averagers import (AsyncAverager, DecentralizedAverager, LowPrecisionDecentralizedAverager,
                         PartialAverager)
 from .backend import ProcessGroupOptions
-from .fsdp import RelaxedReduceScatter, relax_reduce_scatter
+from .fsdp import REDUCE_SCATTER_ALGORITHMS, RelaxedReduceScatter, relax_reduce_scatter
 from .hooks import ALGORITHMS, HookState, allreduce_hook, register
 from .ops import SignState, allreduce_, broadcast_, decentralized_average_, partial_average_
 from .runtime import init, shutdown
@@ -21,6 +21,7 @@ backend.register_backend()
 __all__ = [
     "ALGORITHMS", "AsyncAverager", "BaguaError", "DecentralizedAverager", "HookState",
     "LowPrecisionDecentralizedAverager", "PartialAverager", "ProcessGroupOptions",
+    "REDUCE_SCATTER_ALGORITHMS",
     "RelaxedReduceScatter", "SignState", "allreduce_", "allreduce_hook", "broadcast_",
     "decentralized_average_", "init", "partial_average_", "register", "relax_reduce_scatter",
     "shutdown",

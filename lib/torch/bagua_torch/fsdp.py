@@ -8,16 +8,20 @@ from . import ops, runtime
 from . import _C
 
 
+# The algorithms RelaxedReduceScatter takes: those the library lists without state.
+REDUCE_SCATTER_ALGORITHMS = tuple(_C.algorithms(with_state=False))
+
+
 class RelaxedReduceScatter(ReduceScatter):
     """FSDP2's gradient reduce-scatter through a bagua allreduce of `algorithm` (any the library
-    lists without state: _C.algorithms(with_state=False)) of the whole flat gradient, of which
+    lists without state: REDUCE_SCATTER_ALGORITHMS) of the whole flat gradient, of which
     each rank keeps its shard: the wire carries 2 (n - 1) / n of the gradient in the algorithm's
     format, so an 8-bit wire moves half the bytes of an exact float32 reduce-scatter and a 4-bit
     one a quarter. No error feedback. Its communicator (a
     private one of the group's ranks) is made on the first call, which is collective."""
 
     def __init__(self, algorithm="q8"):
-        choices = _C.algorithms(with_state=False)
+        choices = REDUCE_SCATTER_ALGORITHMS
         if algorithm not in choices:
             raise ValueError(f"unknown algorithm '{algorithm}' for the reduce-scatter: choose one "
                              f"of {', '.join(choices)}")

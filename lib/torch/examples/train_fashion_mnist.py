@@ -3,10 +3,11 @@ does the communication (doc/pytorch.md).
 
     mpirun -np 4 python3 lib/torch/examples/train_fashion_mnist.py --algorithm q8
 
---algorithm: gloo (plain DDP, the reference), exact / q8 / q4 / fp16 / bf16 / sign (DDP with that
-bagua hook), backend (DDP without hook on the c10d backend "bagua", exact); FSDP2 (fully_shard
-per layer) on gloo (fsdp-gloo), on the "bagua" backend (fsdp-exact), or on it with
-bagua_torch.relax_reduce_scatter (fsdp-q8, fsdp-q4); local (no communication at all: each rank
+--algorithm: gloo (plain DDP, the reference), any of bagua_torch.ALGORITHMS (DDP with that
+bagua hook: exact or a wire), backend (DDP without hook on the c10d backend "bagua", exact); FSDP2
+(fully_shard per layer) on gloo (fsdp-gloo), on the "bagua" backend (fsdp-exact), or on it with
+bagua_torch.relax_reduce_scatter of a wire of bagua_torch.REDUCE_SCATTER_ALGORITHMS (fsdp-q8,
+...); local (no communication at all: each rank
 trains its own copy, the compute time of a step for benchmarks). The sign hook
 carries the momentum itself (1-bit SGD: it sign-averages m = 0.9 m + g and returns the
 average), so for sign the optimizer is SGD without momentum; every other run uses SGD with
@@ -31,7 +32,7 @@ from torch.distributed.fsdp import fully_shard
 import bagua_torch
 
 DATA_DIR = "/usr/share/datasets/fashion-mnist"
-FSDP_CHOICES = ("fsdp-gloo", "fsdp-exact", "fsdp-q8", "fsdp-q4")
+FSDP_CHOICES = ("fsdp-gloo",) + tuple(f"fsdp-{a}" for a in bagua_torch.REDUCE_SCATTER_ALGORITHMS)
 CHOICES = ("gloo", "backend", "local") + bagua_torch.ALGORITHMS + FSDP_CHOICES
 MOMENTUM = 0.9
 
@@ -70,7 +71,7 @@ def wrapped(algorithm, hidden):
             if isinstance(layer, nn.Linear):
                 fully_shard(layer, mesh=mesh)
         fully_shard(model, mesh=mesh)
-        if wire in ("q8", "q4"):
+        if wire not in ("gloo", "exact"):
             bagua_torch.relax_reduce_scatter(model, wire)
         return model, None, True
     if algorithm == "local":
@@ -91,6 +92,8 @@ def accuracy(model, images, labels):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--algorithm", choices=CHOICES, default="exact")
+    parser.add_argument("--list-choices", action="store_true",
+                        help="print the --algorithm choices and exit (no launch needed)")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--hidden", type=int, default=512, help="width of the two hidden layers")
     parser.add_argument("--batch", type=int, default=64, help="per rank")
@@ -100,6 +103,9 @@ def main():
     parser.add_argument("--max-steps", type=int, default=0,
                         help="cut each epoch after this many steps (0: whole epochs), for timing")
     args = parser.parse_args()
+    if args.list_choices:
+        print(" ".join(CHOICES))
+        return
 
     rank, size = bagua_torch.init(backend="gloo")
     model, hook, collective_eval = wrapped(args.algorithm, args.hidden)
