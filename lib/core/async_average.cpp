@@ -28,7 +28,7 @@ Status AsyncAverager::create(void *buf, size_t count, DType t, Memory memory, in
   BAGUA_TRY(Communicator::create_private(
       user_comm, "bagua_async_average_create (its averaging thread)", &comm));
   std::unique_ptr<AsyncAverager> averager(
-      new AsyncAverager(buf, count, t, interval_ms, std::move(comm)));
+      new AsyncAverager(buf, count, t, interval_ms, std::move(comm), c->engine()));
   if (memory == Memory::cuda) BAGUA_TRY(averager->stage_on_device());
   BAGUA_TRY(averager->start());
   *out = std::move(averager);
@@ -36,7 +36,8 @@ Status AsyncAverager::create(void *buf, size_t count, DType t, Memory memory, in
 }
 
 AsyncAverager::AsyncAverager(void *buf, size_t count, DType t, int interval_ms,
-                             std::unique_ptr<Communicator> comm)
+                             std::unique_ptr<Communicator> comm,
+                             std::shared_ptr<ProgressEngine> engine)
     : buf_(buf),
       count_(count),
       dtype_(t),
@@ -44,11 +45,12 @@ AsyncAverager::AsyncAverager(void *buf, size_t count, DType t, int interval_ms,
       comm_(std::move(comm)),
       temp_((count + 1) * dtype_size(t)),
       reduced_((count + 1) * dtype_size(t)),
-      engine_(std::make_unique<ProgressEngine>()) {}
+      engine_(std::move(engine)) {}
 
-// The engine, comm_ and the staging are freed after the task ended.
+// comm_ and the staging are freed after the task ended.
 AsyncAverager::~AsyncAverager() {
   abort();
+  tasks_.wait();
   if (device_ == nullptr) return;
   if (host_copy_ != nullptr) device_->release_host(host_copy_);
   if (stream_ != nullptr) device_->destroy_stream(stream_);
@@ -69,7 +71,7 @@ Status AsyncAverager::stage_on_device() {
 
 Status AsyncAverager::start() {
   ProgressEngine::Task task;
-  BAGUA_TRY(engine_->prepare([this] { run(); }, &task));
+  BAGUA_TRY(engine_->prepare([this] { run(); }, tasks_, &task));
   {
     std::lock_guard guard(control_);
     stop_requested_ = false;

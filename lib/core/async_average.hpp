@@ -30,8 +30,8 @@ class AsyncAverager {
   // is where buf lives.
   static Status create(void *buf, size_t count, DType t, Memory memory, int interval_ms,
                        MPI_Comm user_comm, std::unique_ptr<AsyncAverager> *out);
-  // Stops the task (as abort), then frees the engine, the private
-  // communicator state and the staging of a device buffer.
+  // Stops the task (as abort) and waits for it to end, then frees the
+  // private communicator state and the staging of a device buffer.
   ~AsyncAverager();
   AsyncAverager(const AsyncAverager &) = delete;
   AsyncAverager &operator=(const AsyncAverager &) = delete;
@@ -48,7 +48,7 @@ class AsyncAverager {
 
  private:
   AsyncAverager(void *buf, size_t count, DType t, int interval_ms,
-                std::unique_ptr<Communicator> comm);
+                std::unique_ptr<Communicator> comm, std::shared_ptr<ProgressEngine> engine);
 
   Status stage_on_device();
   Status start();
@@ -81,8 +81,8 @@ class AsyncAverager {
   bool stop_requested_ = false;
   bool exited_ = true;
   std::atomic<long long> rounds_{0};
-  // Last: destroyed first, once its task has ended.
-  std::unique_ptr<ProgressEngine> engine_;
+  std::shared_ptr<ProgressEngine> engine_;  // the user communicator's
+  TaskGroup tasks_;                         // the averaging task
 };
 
 }  // namespace bagua

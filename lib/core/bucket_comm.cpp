@@ -36,24 +36,26 @@ class TimelineSink final : public PhaseSink {
 
 Status BucketComm::create(MPI_Comm user_comm, const BucketConfig &config,
                           std::unique_ptr<BucketComm> *out) {
+  Communicator *user = nullptr;
+  BAGUA_TRY(Communicator::get(user_comm, &user));
   std::unique_ptr<Communicator> comm;
   BAGUA_TRY(Communicator::create_private(user_comm,
                                          "bagua_bucket_comm_create (its progress thread)", &comm));
-  out->reset(new BucketComm(user_comm, std::move(comm), config));
+  out->reset(new BucketComm(user_comm, std::move(comm), user->engine(), config));
   return BAGUA_SUCCESS;
 }
 
 BucketComm::BucketComm(MPI_Comm user_comm, std::unique_ptr<Communicator> comm,
-                       const BucketConfig &config)
+                       std::shared_ptr<ProgressEngine> engine, const BucketConfig &config)
     : stream_(cuda_stream_of(user_comm)),
       comm_(std::move(comm)),
       config_(config),
       timeline_id_(Timeline::get().next_comm_id()),
-      engine_(std::make_unique<ProgressEngine>()) {}
+      engine_(std::move(engine)) {}
 
-// comm_ is freed after the engine stopped, with the other members.
+// comm_ is freed after the buckets' tasks ended, with the other members.
 BucketComm::~BucketComm() {
-  engine_.reset();  // buckets in flight finish first
+  tasks_.wait();  // buckets in flight finish first
   Timeline::get().write(comm_->rank());
   if (device_ == nullptr) return;
   for (Tensor &t : tensors_)
@@ -380,7 +382,7 @@ void BucketComm::submit(int bucket) {
   b.ready_at = TimelineClock::now();
   Timeline::get().instant({timeline_id_, bucket}, "ready", b.round, b.ready_at);
   ProgressEngine::Task task;
-  const Status s = engine_->prepare([this, bucket] { run_bucket(bucket); }, &task);
+  const Status s = engine_->prepare([this, bucket] { run_bucket(bucket); }, tasks_, &task);
   if (s == BAGUA_SUCCESS)
     engine_->start(std::move(task));
   else

@@ -91,7 +91,8 @@ class BucketComm {
     TimelineClock::time_point ready_at;
   };
 
-  BucketComm(MPI_Comm user_comm, std::unique_ptr<Communicator> comm, const BucketConfig &config);
+  BucketComm(MPI_Comm user_comm, std::unique_ptr<Communicator> comm,
+             std::shared_ptr<ProgressEngine> engine, const BucketConfig &config);
 
   Status check_bucket(int bucket) const;
   Status check_tensor(int tensor) const;
@@ -120,7 +121,7 @@ class BucketComm {
   // The CUDA stream of the user's communicator when this one was created
   // (that communicator may be freed): it orders device tensors' readiness.
   void *stream_;
-  std::unique_ptr<Communicator> comm_;  // used by the tasks; outlives engine_
+  std::unique_ptr<Communicator> comm_;  // used by the tasks; outlives them
   const BucketConfig config_;
   Memory memory_ = Memory::host;  // of every tensor with elements
   bool memory_known_ = false;     // a tensor with elements was registered
@@ -137,7 +138,8 @@ class BucketComm {
 
   std::mutex mutex_;  // guards tensors' ready flags and buckets' states
   std::condition_variable changed_;
-  std::unique_ptr<ProgressEngine> engine_;
+  std::shared_ptr<ProgressEngine> engine_;  // the user communicator's
+  TaskGroup tasks_;                         // the buckets' tasks
 };
 
 }  // namespace bagua

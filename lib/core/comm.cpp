@@ -12,6 +12,7 @@
 #include "../transport/ucx_transport.hpp"
 #include "exchange.hpp"
 #include "hierarchy.hpp"
+#include "progress_engine.hpp"
 #include "runtime.hpp"
 
 namespace bagua {
@@ -129,6 +130,7 @@ Communicator::Communicator(MPI_Comm dup, Options options, std::unique_ptr<Transp
 
 Communicator::~Communicator() {
   for (auto &extension : extensions_) extension.reset();
+  engine_.reset();
   const bool late_bytes_possible = transport_->late_messages_possible();
   transport_.reset();
   // Late bytes (of abandoned sends, or peers' messages this rank gave up
@@ -136,6 +138,12 @@ Communicator::~Communicator() {
   // broken communicator's small leak).
   if (!late_bytes_possible && dup_ != MPI_COMM_NULL) free_dup(&dup_);
   live_add(Live::communicator, -1);
+}
+
+std::shared_ptr<ProgressEngine> Communicator::engine() {
+  std::lock_guard lock(engine_mutex_);
+  if (!engine_) engine_ = std::make_shared<ProgressEngine>();
+  return engine_;
 }
 
 Status Communicator::get(MPI_Comm user_comm, Communicator **out) {

@@ -13,6 +13,7 @@
 #include <array>
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -26,6 +27,7 @@ namespace bagua {
 
 class DeviceScratch;
 class Hierarchy;
+class ProgressEngine;
 
 // State of one collective family that lives as long as its communicator
 // (partial reduce's controller, the nonblocking calls' workers). Destroyed
@@ -126,6 +128,12 @@ class Communicator {
   // (collectively) on the first call that needs them.
   Status hierarchy(Hierarchy **out);
 
+  // The progress engine of this communicator's background work, shared by
+  // its features (nonblocking calls, buckets, asynchronous averaging,
+  // partial reduce's controller), each of which waits for its own tasks;
+  // started on first use. A feature holds it, so it lasts while one does.
+  std::shared_ptr<ProgressEngine> engine();
+
   // The extension of family `key`, created by `make(Communicator&,
   // std::unique_ptr<T>*)` on first use.
   template <class T, class Make>
@@ -173,6 +181,8 @@ class Communicator {
   std::atomic<bool> in_use_{false};
   std::unique_ptr<DeviceScratch> device_scratch_;
   std::unique_ptr<Hierarchy> hierarchy_;
+  std::mutex engine_mutex_;  // guards engine_
+  std::shared_ptr<ProgressEngine> engine_;
   std::array<std::unique_ptr<CommExtension>, kExtensionKeys> extensions_;
 };
 

@@ -60,26 +60,28 @@ Status NonblockingComm::get(MPI_Comm user_comm, NonblockingComm **out) {
   BAGUA_TRY(require_thread_multiple(kFeature));
   Communicator *c = nullptr;
   BAGUA_TRY(Communicator::get(user_comm, &c));
-  const auto make = [user_comm](Communicator &, std::unique_ptr<NonblockingComm> *created) {
-    return create(user_comm, created);
+  const auto make = [user_comm](Communicator &user, std::unique_ptr<NonblockingComm> *created) {
+    return create(user_comm, user.engine(), created);
   };
   return c->extension(ExtensionKey::nonblocking, make, out);
 }
 
-Status NonblockingComm::create(MPI_Comm user_comm, std::unique_ptr<NonblockingComm> *out) {
+Status NonblockingComm::create(MPI_Comm user_comm, std::shared_ptr<ProgressEngine> engine,
+                               std::unique_ptr<NonblockingComm> *out) {
   std::unique_ptr<Communicator> comm;
   BAGUA_TRY(Communicator::create_private(user_comm, kFeature, &comm));
-  out->reset(new NonblockingComm(std::move(comm)));
+  out->reset(new NonblockingComm(std::move(comm), std::move(engine)));
   return BAGUA_SUCCESS;
 }
 
-NonblockingComm::NonblockingComm(std::unique_ptr<Communicator> comm)
-    : comm_(std::move(comm)), engine_(std::make_unique<ProgressEngine>()) {}
+NonblockingComm::NonblockingComm(std::unique_ptr<Communicator> comm,
+                                 std::shared_ptr<ProgressEngine> engine)
+    : comm_(std::move(comm)), engine_(std::move(engine)) {}
 
 // Runs inside MPI_Finalize when the user never freed their communicator: the
 // calls in flight are bounded by BAGUA_TIMEOUT_MS, so finishing them ends.
-// comm_ is freed after the engine stopped, with the other members.
-NonblockingComm::~NonblockingComm() { engine_.reset(); }
+// comm_ is freed after this communicator's tasks ended, with the other members.
+NonblockingComm::~NonblockingComm() { tasks_.wait(); }
 
 Status NonblockingComm::check_usable() {
   BAGUA_TRY(comm_->check_usable());
@@ -163,7 +165,7 @@ Status NonblockingComm::start(const Call &call, MPI_Request *request) {
     MPI_Request req = out->request;
     MPI_Grequest_complete(req);
   };
-  Status s = engine_->prepare(body, &task);
+  Status s = engine_->prepare(body, tasks_, &task);
   if (s == BAGUA_SUCCESS && MPI_Grequest_start(&query_outcome, &free_outcome, &cancel_nothing,
                                                outcome.get(), &outcome->request) != MPI_SUCCESS)
     s = fail(BAGUA_ERR_TRANSPORT, "MPI_Grequest_start failed");

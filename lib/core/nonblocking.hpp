@@ -1,9 +1,9 @@
 // State of the nonblocking collectives (bagua_iallreduce, ...) of one user
 // communicator: a private communicator state (its own duplicate and
 // transport, so the background work never matches the user's blocking bagua
-// calls on the same communicator), the progress engine that runs the calls,
-// and the call sequence for tags. Created collectively on the first nonblocking call as an
-// extension of the user's Communicator, so it is released with it (when the
+// calls on the same communicator), the calls' tasks on the user
+// communicator's progress engine, and the call sequence for tags. Created collectively on the first
+// nonblocking call as an extension of the user's Communicator, so it is released with it (when the
 // user's communicator is freed, or at MPI_Finalize).
 #pragma once
 
@@ -38,8 +38,9 @@ class NonblockingComm final : public CommExtension {
   Status start(const Call &call, MPI_Request *request);
 
  private:
-  explicit NonblockingComm(std::unique_ptr<Communicator> comm);
-  static Status create(MPI_Comm user_comm, std::unique_ptr<NonblockingComm> *out);
+  NonblockingComm(std::unique_ptr<Communicator> comm, std::shared_ptr<ProgressEngine> engine);
+  static Status create(MPI_Comm user_comm, std::shared_ptr<ProgressEngine> engine,
+                       std::unique_ptr<NonblockingComm> *out);
   Status check_usable();
   // A staging slot for a device call, its event recorded on the user's stream.
   Status take_staging(const Call &call, StagingPool::Slot **slot);
@@ -47,13 +48,14 @@ class NonblockingComm final : public CommExtension {
   Status run(const Call &call, Schedule schedule, uint64_t tag_slot, StagingPool::Slot *staged);
   Status run_staged(AlgoContext &ctx, const Call &call, Schedule schedule, StagingPool::Slot &slot);
 
-  std::unique_ptr<Communicator> comm_;    // used by the tasks; outlives engine_
-  std::unique_ptr<StagingPool> staging_;  // device calls; outlives engine_
+  std::unique_ptr<Communicator> comm_;    // used by the tasks; outlives them
+  std::unique_ptr<StagingPool> staging_;  // device calls; outlives the tasks
   std::mutex mutex_;                      // guards next_slot_
   uint64_t next_slot_ = 0;
   // Calls started and not yet waited for (their requests not yet freed).
   std::shared_ptr<std::atomic<int>> unwaited_ = std::make_shared<std::atomic<int>>(0);
-  std::unique_ptr<ProgressEngine> engine_;
+  std::shared_ptr<ProgressEngine> engine_;  // the user communicator's
+  TaskGroup tasks_;                         // the calls' tasks
 };
 
 }  // namespace bagua

@@ -56,20 +56,23 @@ Status PartialState::create(Communicator &comm, std::unique_ptr<PartialState> *o
   MPI_Comm control_comm;
   std::unique_ptr<Transport> control;
   BAGUA_TRY(create_control(comm, &control_comm, &control));
-  std::unique_ptr<PartialState> state(new PartialState(
-      control_comm, std::move(control), o.controller_rank, comm.options().timeout_ms));
+  std::unique_ptr<PartialState> state(new PartialState(control_comm, std::move(control),
+                                                       o.controller_rank, comm.options().timeout_ms,
+                                                       comm.engine()));
   if (comm.rank() == o.controller_rank) BAGUA_TRY(state->start_controller(policy_of(o)));
   *out = std::move(state);
   return BAGUA_SUCCESS;
 }
 
 PartialState::PartialState(MPI_Comm control_comm, std::unique_ptr<Transport> control,
-                           int controller_rank, int64_t timeout_ms)
+                           int controller_rank, int64_t timeout_ms,
+                           std::shared_ptr<ProgressEngine> engine)
     : control_comm_(control_comm),
       control_(std::move(control)),
       controller_rank_(controller_rank),
       timeout_ms_(timeout_ms),
-      assignment_words_(partial_wire::assignment_words(control_->size())) {}
+      assignment_words_(partial_wire::assignment_words(control_->size())),
+      engine_(std::move(engine)) {}
 
 PartialState::~PartialState() {
   if (!left_) leave();
@@ -82,12 +85,10 @@ PartialState::~PartialState() {
 }
 
 Status PartialState::start_controller(const PartialPolicy &policy) {
-  auto engine = std::make_unique<ProgressEngine>();
   ProgressEngine::Task task;
-  BAGUA_TRY(engine->prepare([this] { serve_controller(); }, &task));
+  BAGUA_TRY(engine_->prepare([this] { serve_controller(); }, controller_task_, &task));
   controller_ = std::make_unique<PartialController>(*control_, policy);
-  controller_engine_ = std::move(engine);
-  controller_engine_->start(std::move(task));
+  engine_->start(std::move(task));
   return BAGUA_SUCCESS;
 }
 
@@ -111,7 +112,7 @@ void PartialState::stop_controller() {
   while (!controller_->quiescent() && !controller_done_ && !deadline.expired())
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   controller_stop_ = true;
-  controller_engine_.reset();  // the task ends within one idle poll
+  controller_task_.wait();  // the task ends within one idle poll
   controller_.reset();
 }
 

@@ -2,8 +2,8 @@
 // communicator and MPI transport (on a communicator formed without MPI, no
 // duplicate and a ucx transport connected over the communicator's; used from
 // two threads on the controller rank, hence MPI_THREAD_MULTIPLE), the controller on its rank
-// (its event loop a task of a progress engine of its own), and this rank's iteration count. An
-// extension of the Communicator, so it goes away with it.
+// (its event loop a task of the communicator's progress engine), and this rank's iteration count.
+// An extension of the Communicator, so it goes away with it.
 #pragma once
 
 #include <mpi.h>
@@ -40,7 +40,7 @@ class PartialState final : public CommExtension {
  private:
   static Status create(Communicator &comm, std::unique_ptr<PartialState> *out);
   PartialState(MPI_Comm control_comm, std::unique_ptr<Transport> control, int controller_rank,
-               int64_t timeout_ms);
+               int64_t timeout_ms, std::shared_ptr<ProgressEngine> engine);
   Status send_to_controller(partial_wire::Kind kind, int group_size, const Deadline &deadline);
   // The controller rank's controller and the task that runs its loop.
   Status start_controller(const PartialPolicy &policy);
@@ -59,8 +59,8 @@ class PartialState final : public CommExtension {
   partial_wire::RequestWords request_words_{};
   std::vector<int64_t> assignment_words_;
   Bytes scratch_;
-  // Last: destroyed first (its task uses the members above).
-  std::unique_ptr<ProgressEngine> controller_engine_;
+  std::shared_ptr<ProgressEngine> engine_;  // the user communicator's
+  TaskGroup controller_task_;               // on the controller rank
 };
 
 }  // namespace bagua

@@ -21,6 +21,22 @@ thread_local std::optional<ProgressEngine::Clock::time_point> sleep_request;
 
 }  // namespace
 
+void TaskGroup::add() {
+  std::lock_guard lock(mutex_);
+  ++pending_;
+}
+
+// Notifies under the lock: the waiter may free the group once it returns.
+void TaskGroup::done() {
+  std::lock_guard lock(mutex_);
+  if (--pending_ == 0) idle_.notify_all();
+}
+
+void TaskGroup::wait() {
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [this] { return pending_ == 0; });
+}
+
 ProgressEngine::ProgressEngine() : thread_(&ProgressEngine::run, this) {}
 
 ProgressEngine::~ProgressEngine() {
@@ -32,8 +48,18 @@ ProgressEngine::~ProgressEngine() {
   thread_.join();
 }
 
-Status ProgressEngine::prepare(std::function<void()> body, Task *task) {
+Status ProgressEngine::prepare(std::function<void()> body, TaskGroup &group, Task *task) {
+  // The group counts the task until its body (the fiber's function, which
+  // holds the ticket) is destroyed: after it ran, or unstarted.
+  struct Ticket {
+    explicit Ticket(TaskGroup &g) : group(g) { group.add(); }
+    ~Ticket() { group.done(); }
+    Ticket(const Ticket &) = delete;
+    Ticket &operator=(const Ticket &) = delete;
+    TaskGroup &group;
+  };
   try {
+    body = [body = std::move(body), ticket = std::make_shared<Ticket>(group)] { body(); };
     FiberStack stack;
     {
       std::lock_guard lock(mutex_);

@@ -1,12 +1,14 @@
 // The thread that runs a communicator's background work (nonblocking
-// collectives, buckets, asynchronous averaging) as tasks: each task is a
+// collectives, buckets, asynchronous averaging, partial reduce's controller)
+// as tasks, one engine per communicator shared by its features: each task is a
 // fiber (base/fiber.hpp) that gives the thread back at every transport wait,
 // so every task in flight progresses, whatever order two ranks start them
 // in, and 1024 calls in flight take this one thread, not one each. Tasks run
 // in the order they were started until their first wait, then round-robin,
 // one poll each. A task may also sleep (sleep_until): it is not polled until
 // its time comes or wake_sleepers() is called, and an engine with only
-// sleeping tasks sleeps too.
+// sleeping tasks sleeps too. Each feature counts its own tasks in a
+// TaskGroup and waits for them alone before it frees what they use.
 #pragma once
 
 #include <chrono>
@@ -23,6 +25,27 @@
 
 namespace bagua {
 
+// The tasks of one owner on an engine it may share: prepared and not yet
+// finished (or dropped unstarted). The owner waits for them before it frees
+// what they use.
+class TaskGroup {
+ public:
+  TaskGroup() = default;
+  TaskGroup(const TaskGroup &) = delete;
+  TaskGroup &operator=(const TaskGroup &) = delete;
+  // Waits until no task of the group is left. Not from one of its tasks.
+  void wait();
+
+ private:
+  friend class ProgressEngine;
+  void add();
+  void done();
+
+  std::mutex mutex_;
+  std::condition_variable idle_;
+  int pending_ = 0;
+};
+
 class ProgressEngine {
  public:
   // A task prepared to start: its fiber and stack exist, so starting it
@@ -35,9 +58,9 @@ class ProgressEngine {
   ProgressEngine(const ProgressEngine &) = delete;
   ProgressEngine &operator=(const ProgressEngine &) = delete;
 
-  // A task that runs `body` (which must not throw), or
+  // A task of `group` that runs `body` (which must not throw), or
   // BAGUA_ERR_OUT_OF_MEMORY when no stack can be had.
-  Status prepare(std::function<void()> body, Task *task);
+  Status prepare(std::function<void()> body, TaskGroup &group, Task *task);
   // Hands a prepared task to the engine's thread.
   void start(Task task);
 
@@ -49,7 +72,7 @@ class ProgressEngine {
   // Ends the sleep of every task sleeping now.
   void wake_sleepers();
 
-  // The threads an engine runs: one, however many tasks are in flight.
+  // The threads an engine runs: one, however many tasks and features share it.
   static constexpr int kThreads = 1;
 
  private:

@@ -1,5 +1,7 @@
 // The progress engine's sleeping tasks: a sleeper is not polled until its
-// time, the other tasks run meanwhile, and wake_sleepers ends a sleep early.
+// time, the other tasks run meanwhile, and wake_sleepers ends a sleep early;
+// and its task groups: each owner of an engine it shares waits for its own
+// tasks alone.
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -10,12 +12,20 @@
 namespace {
 
 using bagua::ProgressEngine;
+using bagua::TaskGroup;
 using Clock = ProgressEngine::Clock;
 
-void start(ProgressEngine &engine, std::function<void()> body) {
+void start(ProgressEngine &engine, TaskGroup &group, std::function<void()> body) {
   ProgressEngine::Task task;
-  REQUIRE(engine.prepare(std::move(body), &task) == BAGUA_SUCCESS);
+  REQUIRE(engine.prepare(std::move(body), group, &task) == BAGUA_SUCCESS);
   engine.start(std::move(task));
+}
+
+// A task of a group of its own (the engine outlives it: the tests wait for
+// their flags).
+void start(ProgressEngine &engine, std::function<void()> body) {
+  static TaskGroup ungrouped;
+  start(engine, ungrouped, std::move(body));
 }
 
 void wait_for(const std::atomic<bool> &flag) {
@@ -73,4 +83,32 @@ TEST_CASE("outside a task sleep_until sleeps the calling thread", "[engine]") {
   const auto until = Clock::now() + std::chrono::milliseconds(20);
   ProgressEngine::sleep_until(until);
   CHECK(Clock::now() >= until);
+}
+
+TEST_CASE("a task group waits for its own tasks, not the engine's others", "[engine]") {
+  ProgressEngine engine;
+  std::atomic<bool> release{false}, other_done{false};
+  TaskGroup blocked, short_lived;
+  // A task of another owner that runs until released.
+  start(engine, blocked, [&] {
+    while (!release) ProgressEngine::sleep_until(Clock::now() + std::chrono::milliseconds(1));
+  });
+  start(engine, short_lived, [&] { other_done = true; });
+  short_lived.wait();  // returns although the first group's task still runs
+  CHECK(other_done);
+  CHECK_FALSE(release);
+  release = true;
+  blocked.wait();
+}
+
+TEST_CASE("a task prepared and dropped unstarted leaves its group", "[engine]") {
+  ProgressEngine engine;
+  TaskGroup group;
+  bool ran = false;
+  {
+    ProgressEngine::Task task;
+    REQUIRE(engine.prepare([&] { ran = true; }, group, &task) == BAGUA_SUCCESS);
+  }
+  group.wait();
+  CHECK_FALSE(ran);
 }
