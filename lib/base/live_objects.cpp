@@ -6,7 +6,7 @@
 namespace bagua {
 namespace {
 
-std::array<std::atomic<int64_t>, 3> counts{};
+std::array<std::atomic<int64_t>, static_cast<size_t>(Live::kinds)> counts{};
 
 }  // namespace
 

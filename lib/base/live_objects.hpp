@@ -11,6 +11,8 @@ enum class Live : uint8_t {
   communicator,  // Communicator states (cached on a user communicator or private)
   transport,     // Transport objects (a locked one counts with the one it wraps)
   duplicate,     // MPI communicators bagua duplicated and has not freed
+  engine,        // progress engines (one thread each)
+  kinds,         // the number of kinds above
 };
 
 void live_add(Live kind, int64_t delta);

@@ -6,6 +6,8 @@
 #include <thread>
 #include <utility>
 
+#include "../base/live_objects.hpp"
+
 namespace bagua {
 namespace {
 
@@ -37,7 +39,9 @@ void TaskGroup::wait() {
   idle_.wait(lock, [this] { return pending_ == 0; });
 }
 
-ProgressEngine::ProgressEngine() : thread_(&ProgressEngine::run, this) {}
+ProgressEngine::ProgressEngine() : thread_(&ProgressEngine::run, this) {
+  live_add(Live::engine, 1);
+}
 
 ProgressEngine::~ProgressEngine() {
   {
@@ -46,6 +50,7 @@ ProgressEngine::~ProgressEngine() {
   }
   wake_.notify_one();
   thread_.join();
+  live_add(Live::engine, -1);
 }
 
 Status ProgressEngine::prepare(std::function<void()> body, TaskGroup &group, Task *task) {

@@ -7,8 +7,6 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
-#include <iterator>
 #include <thread>
 #include <vector>
 
@@ -70,12 +68,6 @@ void hundred_more(MPI_Comm comm) {
   }
 }
 
-// The threads of this process (/proc/self/task has one entry each).
-long thread_count() {
-  const std::filesystem::directory_iterator tasks("/proc/self/task");
-  return static_cast<long>(std::distance(begin(tasks), end(tasks)));
-}
-
 }  // namespace
 
 TEST_CASE("calls in flight up to the limit take no thread each", "[iallreduce][threads]") {
@@ -86,7 +78,7 @@ TEST_CASE("calls in flight up to the limit take no thread each", "[iallreduce][t
   REQUIRE(bagua_iallreduce(MPI_IN_PLACE, &warm, 1, MPI_FLOAT, MPI_SUM, comm, &req) ==
           BAGUA_SUCCESS);
   REQUIRE(MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS);
-  const long before = thread_count();
+  const long before = test::thread_count();
   // Rank 0 starts its calls while the other ranks hold at the barrier, so
   // every call of rank 0 is still in flight when it counts its threads.
   std::vector<float> values(size_t(limit()), 1.0f);
@@ -99,7 +91,7 @@ TEST_CASE("calls in flight up to the limit take no thread each", "[iallreduce][t
   long during = before;
   if (test::world_rank() == 0) {
     start_all();
-    during = thread_count();
+    during = test::thread_count();
     MPI_Barrier(MPI_COMM_WORLD);
   } else {
     MPI_Barrier(MPI_COMM_WORLD);

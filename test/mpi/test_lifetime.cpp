@@ -1,7 +1,8 @@
 // A communicator's lifetime leaves nothing behind: for every family, a few
 // rounds of MPI_Comm_dup, one call (or a handle's life) and MPI_Comm_free
 // bring the library's live objects (lib/base/live_objects.hpp: states,
-// transports, MPI duplicates) back to where they started.
+// transports, MPI duplicates, progress engines) back to where they started;
+// and a communicator's background features share one progress engine.
 #include <mpi.h>
 
 #include <catch2/catch.hpp>
@@ -19,10 +20,10 @@ constexpr int kCount = 1024;
 constexpr int kRounds = 3;
 
 struct Counts {
-  int64_t communicators, transports, duplicates;
+  int64_t communicators, transports, duplicates, engines;
   static Counts now() {
     return {bagua::live_count(Live::communicator), bagua::live_count(Live::transport),
-            bagua::live_count(Live::duplicate)};
+            bagua::live_count(Live::duplicate), bagua::live_count(Live::engine)};
   }
 };
 
@@ -41,6 +42,7 @@ void check_lifetime(const std::function<void(MPI_Comm, std::vector<float> &)> &u
   CHECK(after.communicators == before.communicators);
   CHECK(after.transports == before.transports);
   CHECK(after.duplicates == before.duplicates);
+  CHECK(after.engines == before.engines);
 }
 
 }  // namespace
@@ -102,4 +104,41 @@ TEST_CASE("a communicator's lifetime leaves no live object behind", "[lifetime]"
       REQUIRE(bagua_partial_leave(comm) == BAGUA_SUCCESS);
     });
   }
+}
+
+TEST_CASE("a communicator's background features share one progress engine", "[lifetime][threads]") {
+  const int64_t before = bagua::live_count(Live::engine);
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  const int rank = test::world_rank();
+  std::vector<float> nonblocking(kCount, 1.0f), bucketed(kCount, float(rank)),
+      averaged(kCount, 1.0f), partial(kCount, 1.0f);
+  // A nonblocking call, a bucketed communicator, an averager and partial
+  // reduce's controller (on rank 0), all alive at once on comm.
+  MPI_Request req;
+  REQUIRE(bagua_iallreduce(MPI_IN_PLACE, nonblocking.data(), kCount, MPI_FLOAT, MPI_SUM, comm,
+                           &req) == BAGUA_SUCCESS);
+  bagua_bucket_comm_t bc = nullptr;
+  REQUIRE(bagua_bucket_comm_create(comm, nullptr, &bc) == BAGUA_SUCCESS);
+  int id = -1, buckets = 0;
+  REQUIRE(bagua_bucket_comm_register(bc, bucketed.data(), kCount, MPI_FLOAT, &id) ==
+          BAGUA_SUCCESS);
+  REQUIRE(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets) == BAGUA_SUCCESS);
+  REQUIRE(bagua_bucket_comm_mark_ready(bc, id) == BAGUA_SUCCESS);
+  bagua_async_t averager = nullptr;
+  REQUIRE(bagua_async_average_create(averaged.data(), kCount, MPI_FLOAT, 1, comm, &averager) ==
+          BAGUA_SUCCESS);
+  REQUIRE(bagua_partial_reduce(MPI_IN_PLACE, partial.data(), kCount, MPI_FLOAT, test::world_size(),
+                               comm, nullptr) == BAGUA_SUCCESS);
+  CHECK(bagua::live_count(Live::engine) == before + 1);
+  REQUIRE(MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS);
+  REQUIRE(bagua_bucket_comm_wait_all(bc) == BAGUA_SUCCESS);
+  const float n = float(test::world_size());
+  CHECK(nonblocking[0] == n);
+  CHECK(bucketed[0] == (n - 1) / 2);  // buckets average by default
+  REQUIRE(bagua_partial_leave(comm) == BAGUA_SUCCESS);
+  REQUIRE(bagua_async_average_destroy(&averager) == BAGUA_SUCCESS);
+  bagua_bucket_comm_destroy(&bc);
+  MPI_Comm_free(&comm);
+  CHECK(bagua::live_count(Live::engine) == before);
 }
