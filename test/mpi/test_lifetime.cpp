@@ -121,8 +121,7 @@ TEST_CASE("a communicator's background features share one progress engine", "[li
   bagua_bucket_comm_t bc = nullptr;
   REQUIRE(bagua_bucket_comm_create(comm, nullptr, &bc) == BAGUA_SUCCESS);
   int id = -1, buckets = 0;
-  REQUIRE(bagua_bucket_comm_register(bc, bucketed.data(), kCount, MPI_FLOAT, &id) ==
-          BAGUA_SUCCESS);
+  REQUIRE(bagua_bucket_comm_register(bc, bucketed.data(), kCount, MPI_FLOAT, &id) == BAGUA_SUCCESS);
   REQUIRE(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets) == BAGUA_SUCCESS);
   REQUIRE(bagua_bucket_comm_mark_ready(bc, id) == BAGUA_SUCCESS);
   bagua_async_t averager = nullptr;
