@@ -556,8 +556,10 @@ typedef struct bagua_sign_state_s *bagua_sign_state_t;
  *
  * Lifetime: the caller owns the state. Use it only with the same comm and
  * count, for one buffer (e.g. one gradient bucket) across iterations; free it
- * with bagua_sign_state_destroy, before or after MPI_Finalize. Not thread-safe:
- * one call at a time per state.
+ * with bagua_sign_state_destroy, before or after MPI_Finalize. One call at a
+ * time per state: a call on a state another call holds (a nonblocking call
+ * not yet complete, a call on another thread) returns
+ * BAGUA_ERR_INVALID_ARGUMENT.
  *
  * @param count >= 0.
  * @param comm  the intra-communicator the state will be used with.
@@ -569,15 +571,17 @@ typedef struct bagua_sign_state_s *bagua_sign_state_t;
 BAGUA_API int bagua_sign_state_create(int count, MPI_Comm comm, bagua_sign_state_t *state);
 
 /** Frees a state and sets *state to NULL; NULL or a pointer to NULL is a
- *  no-op. @return BAGUA_SUCCESS. */
+ *  no-op. @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (a nonblocking
+ *  call holds the state: nothing is freed). */
 BAGUA_API int bagua_sign_state_destroy(bagua_sign_state_t *state);
 
 /**
  * Copies a state's error feedback out (save) or in (load), for checkpoints:
  * its two float32 residuals one after the other, `count` = 2 * the state's
  * count elements. A loaded state continues exactly where the saved one
- * stopped (same comm size and count). Local. Not for a state whose calls
- * ran on device buffers (its residuals live in device memory).
+ * stopped (same comm size and count). Local. Not for a state whose
+ * residuals a blocking call on device buffers put in device memory, nor
+ * while a nonblocking call holds it (BAGUA_ERR_INVALID_ARGUMENT).
  * @return BAGUA_SUCCESS, BAGUA_ERR_INVALID_ARGUMENT (NULL state or buffer,
  *         a count other than twice the state's), BAGUA_ERR_NOT_AVAILABLE
  *         (device residuals).
@@ -1296,11 +1300,25 @@ BAGUA_API int bagua_iallreduce_bf16(const void *sendbuf, void *recvbuf, int coun
  * of any algorithm the iallreduce family offers (bagua-info --support),
  * with its datatypes, ops and accuracy. Algorithms with error feedback
  * (sign) need a state per buffer and are refused
- * (BAGUA_ERR_INVALID_ARGUMENT).
+ * (BAGUA_ERR_INVALID_ARGUMENT): call bagua_iallreduce_sign.
  */
 BAGUA_API int bagua_iallreduce_alg(const void *sendbuf, void *recvbuf, int count,
                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                    bagua_algorithm algorithm, MPI_Request *request);
+
+/**
+ * Nonblocking bagua_allreduce_sign (flat): arguments and rules as
+ * bagua_iallreduce, datatypes, ops, accuracy and state as
+ * bagua_allreduce_sign; a call gives the same result and leaves the same
+ * residuals as the blocking one. The call holds the state until it
+ * completes: another call, save or load on it meanwhile returns
+ * BAGUA_ERR_INVALID_ARGUMENT. Device buffers are staged through the host
+ * with the state's host residuals, so a state whose residuals a blocking
+ * call already put on the device is refused.
+ */
+BAGUA_API int bagua_iallreduce_sign(const void *sendbuf, void *recvbuf, int count,
+                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                    bagua_sign_state_t state, MPI_Request *request);
 
 #ifdef __cplusplus
 }

@@ -25,12 +25,22 @@ Status wire_from_c(bagua_algorithm algorithm, Wire *out) {
   return BAGUA_SUCCESS;
 }
 
+Status stateless_wire_from_c(bagua_algorithm algorithm, const char *call, Wire *out) {
+  BAGUA_TRY(wire_from_c(algorithm, out));
+  if (wire_info(*out).error_feedback)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "the %s algorithm needs its error-feedback state; call %s_%s", wire_name(*out),
+                call, wire_name(*out));
+  return BAGUA_SUCCESS;
+}
+
 Status allreduce(Wire wire, const void *sendbuf, void *recvbuf, int64_t count,
                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, bagua_sign_state_t state) {
   Call call;
   BAGUA_TRY(describe_reduction(Family::allreduce, wire, sendbuf, recvbuf, count, datatype, op, comm,
                                &call));
   if (wire_info(wire).error_feedback) BAGUA_TRY(attach_sign_state(state, &call));
+  const FeedbackRelease release(call);
   Communicator *c = nullptr;
   BAGUA_TRY(Communicator::get(comm, &c));
   const ExclusiveUse use(*c);
@@ -59,11 +69,7 @@ Status wire_from_name(const char *name, bagua_algorithm *out) {
 Status allreduce_with(bagua_algorithm algorithm, const void *sendbuf, void *recvbuf, int64_t count,
                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   Wire wire = Wire::exact;
-  BAGUA_TRY(wire_from_c(algorithm, &wire));
-  if (wire_info(wire).error_feedback)
-    return fail(BAGUA_ERR_INVALID_ARGUMENT,
-                "the %s algorithm needs its error-feedback state; call bagua_allreduce_%s",
-                wire_name(wire), wire_name(wire));
+  BAGUA_TRY(stateless_wire_from_c(algorithm, "bagua_allreduce", &wire));
   return allreduce(wire, sendbuf, recvbuf, count, datatype, op, comm, nullptr);
 }
 

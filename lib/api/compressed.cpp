@@ -24,6 +24,18 @@ Status attach_sign_state(bagua_sign_state_t state, Call *call) {
                 "buffers are in %s memory; use one state per memory type",
                 feedback.memory == Memory::cuda ? "CUDA device" : "host",
                 call->memory == Memory::cuda ? "CUDA device" : "host");
+  // Nonblocking calls stage device buffers through the host, with the host
+  // residuals.
+  if (call->family == Family::iallreduce && call->memory == Memory::cuda &&
+      feedback.device_contribution.get() != nullptr)
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "state keeps its residuals in CUDA device memory (a blocking call made them), "
+                "but a nonblocking call stages device buffers through the host; use one state "
+                "for each");
+  if (!feedback.claim())
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "state is in use by another call (a nonblocking call not yet complete, or a "
+                "call on another thread); one call at a time per state");
   if (call->count > 0) {
     feedback.bound = true;
     feedback.memory = call->memory;
@@ -55,9 +67,12 @@ Status checked_residuals(bagua_sign_state_t state, const float *buffer, MPI_Coun
                 "count %lld is not twice the state's count %zu (its two residuals)",
                 static_cast<long long>(count), f.count);
   if (buffer == nullptr && count > 0) return fail(BAGUA_ERR_INVALID_ARGUMENT, "buffer is NULL");
-  if (f.bound && f.memory == Memory::cuda)
+  if (f.device_contribution.get() != nullptr)
     return fail(BAGUA_ERR_NOT_AVAILABLE,
                 "state keeps its residuals in CUDA device memory; only host states are copied");
+  if (f.in_use.load())
+    return fail(BAGUA_ERR_INVALID_ARGUMENT,
+                "state is in use by a call in flight; wait for it before copying its residuals");
   *out = &f;
   return BAGUA_SUCCESS;
 }
@@ -96,10 +111,12 @@ extern "C" int bagua_sign_state_create(int count, MPI_Comm comm, bagua_sign_stat
 
 extern "C" int bagua_sign_state_destroy(bagua_sign_state_t *state) {
   return bagua::guard("bagua_sign_state_destroy", [&] {
-    if (state != nullptr) {
-      delete *state;
-      *state = nullptr;
-    }
+    if (state == nullptr || *state == nullptr) return BAGUA_SUCCESS;
+    if ((*state)->feedback.in_use.load())
+      return bagua::fail(BAGUA_ERR_INVALID_ARGUMENT,
+                         "state is in use by a call in flight; wait for it before freeing it");
+    delete *state;
+    *state = nullptr;
     return BAGUA_SUCCESS;
   });
 }

@@ -12,14 +12,19 @@ namespace bagua {
 
 // The wire of a C caller's algorithm value (any int); an error names it.
 Status wire_from_c(bagua_algorithm algorithm, Wire *out);
+// The same for a call that takes no state: a wire with error feedback is
+// refused, pointing to its named call (`call` "bagua_allreduce": "bagua_allreduce_sign").
+Status stateless_wire_from_c(bagua_algorithm algorithm, const char *call, Wire *out);
 
 // The blocking allreduce of `wire`; `state` is the error-feedback state of
 // a wire that has one (nullptr otherwise).
 Status allreduce(Wire wire, const void *sendbuf, void *recvbuf, int64_t count,
                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, bagua_sign_state_t state);
 
-// Starts the nonblocking allreduce of `wire`.
+// Starts the nonblocking allreduce of `wire`; `state` as allreduce's, held
+// by the call until it has run.
 Status start_nonblocking(Wire wire, const void *sendbuf, void *recvbuf, int64_t count,
-                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, bagua_sign_state_t state,
+                         MPI_Request *request);
 
 }  // namespace bagua

@@ -34,7 +34,7 @@ std::vector<WireInfo> make_rows() {
        "1-bit sign with error feedback",
        {kCodecBlock},
        10,
-       family_bit(Family::allreduce),
+       family_bit(Family::allreduce) | family_bit(Family::iallreduce),
        false,
        true,
        true},

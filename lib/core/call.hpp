@@ -7,6 +7,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -21,10 +22,15 @@ namespace bagua {
 // `contribution` indexed like the user's buffer, `reduced` like the chunk
 // this rank owns. They live where the state's first call's buffers did: on
 // the host, or (device_*) on the device, made from the host ones by that
-// call; a state then serves calls of that memory type only.
+// call; a state then serves calls of that memory type only. One call at a
+// time uses a state: a call claims it, and releases it when it has run.
 struct SignFeedback {
   // Zero residuals of `count` elements for calls on comm.
   SignFeedback(MPI_Comm c, size_t n) : comm(c), count(n), contribution(n), reduced(n) {}
+
+  // False when another call holds the state.
+  bool claim() { return !in_use.exchange(true); }
+  void release() { in_use.store(false); }
 
   MPI_Comm comm;
   size_t count;
@@ -32,6 +38,7 @@ struct SignFeedback {
   bool bound = false;  // a call with elements chose `memory`
   Memory memory = Memory::host;
   DeviceFloats device_contribution, device_reduced;
+  std::atomic<bool> in_use{false};
 };
 
 struct Call {
@@ -43,8 +50,8 @@ struct Call {
   DType dtype;
   ReduceOp op;
   Memory memory;
-  SignFeedback *feedback;  // wires with error feedback only
-  MPI_Comm comm;           // the user's communicator (device calls: its CUDA stream)
+  SignFeedback *feedback = nullptr;  // wires with error feedback only (claimed)
+  MPI_Comm comm;                     // the user's communicator (device calls: its CUDA stream)
   // Device calls: the communicator's device scratch, set by the core just
   // before a device codec runs (with_runnable_buffers); nullptr otherwise.
   DeviceScratch *scratch = nullptr;

@@ -161,6 +161,7 @@ Status NonblockingComm::start(const Call &call, MPI_Request *request) {
   ProgressEngine::Task task;
   const auto body = [this, call, schedule, tag_slot, slot, out = outcome.get()] {
     out->result = run(call, schedule, tag_slot, slot);
+    if (call.feedback != nullptr) call.feedback->release();
     if (out->result != BAGUA_SUCCESS) out->message = last_error_message();
     MPI_Request req = out->request;
     MPI_Grequest_complete(req);

@@ -422,6 +422,69 @@ TEST_CASE("iallreduce: requests complete with MPI_Wait, MPI_Waitall and MPI_Test
   }
 }
 
+TEST_CASE("iallreduce_sign: the blocking call's results and residuals, its state held until done",
+          "[iallreduce][sign]") {
+  const int rank = test::world_rank();
+  constexpr int kCount = 3001;
+  bagua_sign_state_t blocking = nullptr, nonblocking = nullptr;
+  REQUIRE(bagua_sign_state_create(kCount, MPI_COMM_WORLD, &blocking) == BAGUA_SUCCESS);
+  REQUIRE(bagua_sign_state_create(kCount, MPI_COMM_WORLD, &nonblocking) == BAGUA_SUCCESS);
+  std::vector<float> in(kCount), a(kCount), b(kCount);
+  // Three calls of each build residuals; every result matches bit for bit.
+  for (int round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < in.size(); ++i) in[i] = input(rank, 0, i, round);
+    REQUIRE(bagua_allreduce_sign(in.data(), a.data(), kCount, MPI_FLOAT, BAGUA_AVG, MPI_COMM_WORLD,
+                                 blocking) == BAGUA_SUCCESS);
+    MPI_Request r;
+    REQUIRE(bagua_iallreduce_sign(in.data(), b.data(), kCount, MPI_FLOAT, BAGUA_AVG, MPI_COMM_WORLD,
+                                  nonblocking, &r) == BAGUA_SUCCESS);
+    REQUIRE(MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS);
+    INFO("round " << round);
+    CHECK(a == b);
+  }
+  std::vector<float> saved_a(2 * kCount), saved_b(2 * kCount);
+  REQUIRE(bagua_sign_state_save(blocking, saved_a.data(), 2 * kCount) == BAGUA_SUCCESS);
+  REQUIRE(bagua_sign_state_save(nonblocking, saved_b.data(), 2 * kCount) == BAGUA_SUCCESS);
+  CHECK(saved_a == saved_b);
+
+  // Rank 0 starts a call while the others hold at the barrier, so the call
+  // still holds its state when rank 0 tries to use it.
+  MPI_Request held = MPI_REQUEST_NULL;
+  const auto start_held = [&] {
+    REQUIRE(bagua_iallreduce_sign(in.data(), b.data(), kCount, MPI_FLOAT, BAGUA_AVG, MPI_COMM_WORLD,
+                                  nonblocking, &held) == BAGUA_SUCCESS);
+  };
+  if (rank == 0) {
+    start_held();
+    MPI_Request other;
+    test::expect_error(bagua_iallreduce_sign(in.data(), a.data(), kCount, MPI_FLOAT, BAGUA_AVG,
+                                             MPI_COMM_WORLD, nonblocking, &other),
+                       BAGUA_ERR_INVALID_ARGUMENT, "in use by another call");
+    CHECK(other == MPI_REQUEST_NULL);
+    test::expect_error(bagua_allreduce_sign(in.data(), a.data(), kCount, MPI_FLOAT, BAGUA_AVG,
+                                            MPI_COMM_WORLD, nonblocking),
+                       BAGUA_ERR_INVALID_ARGUMENT, "in use by another call");
+    test::expect_error(bagua_sign_state_save(nonblocking, saved_b.data(), 2 * kCount),
+                       BAGUA_ERR_INVALID_ARGUMENT, "in use by a call in flight");
+    test::expect_error(bagua_sign_state_destroy(&nonblocking), BAGUA_ERR_INVALID_ARGUMENT,
+                       "in use by a call in flight");
+    CHECK(nonblocking != nullptr);
+    MPI_Barrier(MPI_COMM_WORLD);
+  } else {
+    MPI_Barrier(MPI_COMM_WORLD);
+    start_held();
+  }
+  REQUIRE(MPI_Wait(&held, MPI_STATUS_IGNORE) == MPI_SUCCESS);
+  // Done: the state is free again.
+  CHECK(bagua_sign_state_save(nonblocking, saved_b.data(), 2 * kCount) == BAGUA_SUCCESS);
+  CHECK(bagua_sign_state_destroy(&nonblocking) == BAGUA_SUCCESS);
+  CHECK(bagua_sign_state_destroy(&blocking) == BAGUA_SUCCESS);
+  MPI_Request r;
+  test::expect_error(bagua_iallreduce_alg(in.data(), a.data(), kCount, MPI_FLOAT, BAGUA_AVG,
+                                          MPI_COMM_WORLD, BAGUA_ALGORITHM_SIGN, &r),
+                     BAGUA_ERR_INVALID_ARGUMENT, "call bagua_iallreduce_sign");
+}
+
 TEST_CASE("iallreduce: bad arguments are refused before starting", "[iallreduce][errors]") {
   float a[8] = {}, b[8] = {};
   MPI_Request r = MPI_REQUEST_NULL;
