@@ -1320,6 +1320,52 @@ BAGUA_API int bagua_iallreduce_sign(const void *sendbuf, void *recvbuf, int coun
                                     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                     bagua_sign_state_t state, MPI_Request *request);
 
+/** Called on bagua's progress thread when a nonblocking call has ended:
+ *  status BAGUA_SUCCESS with the result in recvbuf, or the failure and its
+ *  message (valid during the call). It must return quickly and make no bagua
+ *  or MPI call: every nonblocking call of the communicator waits for it. */
+typedef void (*bagua_complete_fn)(void *arg, int status, const char *message);
+
+/** The options of bagua_iallreduce_ex; fill with
+ *  BAGUA_IALLREDUCE_PARAMS_INITIALIZER, then change fields. Fields are only
+ *  ever appended; struct_size tells the library which ones the caller knows. */
+typedef struct bagua_iallreduce_params {
+  /** sizeof(bagua_iallreduce_params) as the caller was compiled. */
+  size_t struct_size;
+  /** Any algorithm the iallreduce family offers; default exact. */
+  bagua_algorithm algorithm;
+  /** The error-feedback state of an algorithm that keeps one (sign), as
+   *  bagua_iallreduce_sign's; NULL otherwise (default). */
+  bagua_sign_state_t state;
+  /** Called once when the call has ended, before its request (if any)
+   *  completes; NULL (default): none. */
+  bagua_complete_fn complete;
+  /** complete's first argument; default NULL. */
+  void *complete_arg;
+} bagua_iallreduce_params;
+
+/** Static initializer: exact, no state, no callback. */
+#define BAGUA_IALLREDUCE_PARAMS_INITIALIZER \
+  { sizeof(bagua_iallreduce_params), BAGUA_ALGORITHM_EXACT, NULL, NULL, NULL }
+
+/**
+ * Nonblocking allreduce with its options in one growable struct: the call
+ * of bagua_iallreduce_alg, or bagua_iallreduce_sign with params->state, that
+ * also reports its end through params->complete. With a callback, request
+ * may be NULL: no MPI request is made and the callback alone reports the
+ * end (the call counts against BAGUA_MAX_IN_FLIGHT until it has returned),
+ * for callers that must not block in MPI_Wait. A call refused at start
+ * never calls back.
+ *
+ * @return as bagua_iallreduce_alg and bagua_iallreduce_sign;
+ *         BAGUA_ERR_INVALID_ARGUMENT also for NULL params, a struct_size
+ *         this library does not know, a state with an algorithm that keeps
+ *         none, or NULL request without a callback.
+ */
+BAGUA_API int bagua_iallreduce_ex(const void *sendbuf, void *recvbuf, int count,
+                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                  const bagua_iallreduce_params *params, MPI_Request *request);
+
 #ifdef __cplusplus
 }
 #endif

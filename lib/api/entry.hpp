@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include "../core/call.hpp"
+#include "../core/nonblocking.hpp"
 #include "bagua.h"
 
 namespace bagua {
@@ -22,9 +23,10 @@ Status allreduce(Wire wire, const void *sendbuf, void *recvbuf, int64_t count,
                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, bagua_sign_state_t state);
 
 // Starts the nonblocking allreduce of `wire`; `state` as allreduce's, held
-// by the call until it has run.
+// by the call until it has run; `done` called when it has (then request may
+// be nullptr).
 Status start_nonblocking(Wire wire, const void *sendbuf, void *recvbuf, int64_t count,
                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, bagua_sign_state_t state,
-                         MPI_Request *request);
+                         Completion done, MPI_Request *request);
 
 }  // namespace bagua

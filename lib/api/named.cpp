@@ -32,7 +32,7 @@ bagua::Wire wire_of(bagua_algorithm a) { return static_cast<bagua::Wire>(a); }
                       MPI_Op op, MPI_Comm comm, MPI_Request *request) {                          \
     return bagua::guard(#name, [&] {                                                             \
       return bagua::start_nonblocking(wire_of(algorithm), sendbuf, recvbuf, count, datatype, op, \
-                                      comm, nullptr, request);                                   \
+                                      comm, nullptr, {}, request);                               \
     });                                                                                          \
   }
 
@@ -60,6 +60,6 @@ extern "C" int bagua_iallreduce_sign(const void *sendbuf, void *recvbuf, int cou
                                      bagua_sign_state_t state, MPI_Request *request) {
   return bagua::guard("bagua_iallreduce_sign", [&] {
     return bagua::start_nonblocking(wire_of(BAGUA_ALGORITHM_SIGN), sendbuf, recvbuf, count,
-                                    datatype, op, comm, state, request);
+                                    datatype, op, comm, state, {}, request);
   });
 }

@@ -42,7 +42,8 @@ int query_outcome(void *extra, MPI_Status *status) {
 }
 
 // MPI calls it when the request is freed: by the MPI_Wait/MPI_Test that
-// reports it complete, or MPI_Request_free.
+// reports it complete, or MPI_Request_free; the task, when its call has no
+// request.
 int free_outcome(void *extra) {
   auto *outcome = static_cast<Outcome *>(extra);
   outcome->unwaited->fetch_sub(1);
@@ -143,7 +144,7 @@ Status NonblockingComm::run(const Call &call, Schedule schedule, uint64_t tag_sl
   return s;
 }
 
-Status NonblockingComm::start(const Call &call, MPI_Request *request) {
+Status NonblockingComm::start(const Call &call, Completion done, MPI_Request *request) {
   // Device buffers are staged, so every call runs a host schedule.
   Schedule schedule;
   BAGUA_TRY(select_schedule(SelectionSettings::from(comm_->options()), call.family, call.wire,
@@ -157,24 +158,31 @@ Status NonblockingComm::start(const Call &call, MPI_Request *request) {
   if (call.memory == Memory::cuda && call.count > 0) BAGUA_TRY(take_staging(call, &slot));
   auto outcome = std::make_unique<Outcome>(Outcome{BAGUA_SUCCESS, {}, unwaited_});
   // The task touches the outcome only before completing the request (MPI
-  // may free the outcome right after).
+  // may free the outcome right after); without a request it frees it.
   ProgressEngine::Task task;
-  const auto body = [this, call, schedule, tag_slot, slot, out = outcome.get()] {
+  const auto body = [this, call, schedule, tag_slot, slot, done, out = outcome.get()] {
     out->result = run(call, schedule, tag_slot, slot);
     if (call.feedback != nullptr) call.feedback->release();
     if (out->result != BAGUA_SUCCESS) out->message = last_error_message();
+    if (done.fn != nullptr) done.fn(done.arg, out->result, out->message.c_str());
+    if (out->request == MPI_REQUEST_NULL) {
+      free_outcome(out);
+      return;
+    }
     MPI_Request req = out->request;
     MPI_Grequest_complete(req);
   };
   Status s = engine_->prepare(body, tasks_, &task);
-  if (s == BAGUA_SUCCESS && MPI_Grequest_start(&query_outcome, &free_outcome, &cancel_nothing,
-                                               outcome.get(), &outcome->request) != MPI_SUCCESS)
+  if (s == BAGUA_SUCCESS && request != nullptr &&
+      MPI_Grequest_start(&query_outcome, &free_outcome, &cancel_nothing, outcome.get(),
+                         &outcome->request) != MPI_SUCCESS)
     s = fail(BAGUA_ERR_TRANSPORT, "MPI_Grequest_start failed");
   if (s != BAGUA_SUCCESS) {
     if (slot != nullptr) staging_->give_back(slot);
     return s;
   }
-  *request = outcome.release()->request;
+  Outcome *started = outcome.release();
+  if (request != nullptr) *request = started->request;
   unwaited_->fetch_add(1);
   engine_->start(std::move(task));
   return BAGUA_SUCCESS;

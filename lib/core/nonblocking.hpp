@@ -21,6 +21,12 @@
 
 namespace bagua {
 
+// Called on the engine's thread when a call has ended (bagua_complete_fn).
+struct Completion {
+  void (*fn)(void *arg, int status, const char *message) = nullptr;
+  void *arg = nullptr;
+};
+
 class NonblockingComm final : public CommExtension {
  public:
   static Status get(MPI_Comm user_comm, NonblockingComm **out);
@@ -34,8 +40,9 @@ class NonblockingComm final : public CommExtension {
   // staged: the input is taken once the work queued on the user's stream
   // before this call is done (an event), copied to a page-locked slot of
   // the pool, reduced on the host, and copied back before the request
-  // completes.
-  Status start(const Call &call, MPI_Request *request);
+  // completes. `done` is called first; with it, request may be nullptr (no
+  // MPI request).
+  Status start(const Call &call, Completion done, MPI_Request *request);
 
  private:
   NonblockingComm(std::unique_ptr<Communicator> comm, std::shared_ptr<ProgressEngine> engine);

@@ -1,7 +1,9 @@
 // Bucketed communicator and nonblocking collectives: results in closed form
 // on every rank, whatever order (and thread) each rank marks tensors ready in.
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -483,6 +485,94 @@ TEST_CASE("iallreduce_sign: the blocking call's results and residuals, its state
   test::expect_error(bagua_iallreduce_alg(in.data(), a.data(), kCount, MPI_FLOAT, BAGUA_AVG,
                                           MPI_COMM_WORLD, BAGUA_ALGORITHM_SIGN, &r),
                      BAGUA_ERR_INVALID_ARGUMENT, "call bagua_iallreduce_sign");
+}
+
+namespace {
+
+// What a completion callback saw; set on bagua's progress thread.
+struct Seen {
+  std::atomic<int> calls{0};
+  std::atomic<int> status{-1};
+};
+
+void record_completion(void *arg, int status, const char *) {
+  auto *seen = static_cast<Seen *>(arg);
+  seen->status = status;
+  ++seen->calls;
+}
+
+// Waits (at most a minute) until the callback ran.
+bool called_back(const Seen &seen) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (seen.calls == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return seen.calls == 1;
+}
+
+}  // namespace
+
+TEST_CASE("iallreduce_ex: the completion callback reports the end, with or without a request",
+          "[iallreduce]") {
+  const int rank = test::world_rank(), n = test::world_size();
+  constexpr int kCount = 50000;
+  std::vector<float> in(kCount), out(kCount, -1.0f);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = input(rank, 1, i, 0);
+  // No request: the callback alone says the result is in place.
+  Seen alone;
+  bagua_iallreduce_params params = BAGUA_IALLREDUCE_PARAMS_INITIALIZER;
+  params.complete = record_completion;
+  params.complete_arg = &alone;
+  REQUIRE(bagua_iallreduce_ex(in.data(), out.data(), kCount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                              &params, nullptr) == BAGUA_SUCCESS);
+  REQUIRE(called_back(alone));
+  CHECK(alone.status == BAGUA_SUCCESS);
+  bool ok = true;
+  for (size_t i = 0; i < out.size(); ++i) ok = ok && out[i] == expected_sum(n, 1, i, 0);
+  CHECK(test::all_ranks(ok));
+  // With a request: the callback has run when MPI_Wait returns; q8 and sign
+  // (its state) through the same struct.
+  bagua_sign_state_t state = nullptr;
+  REQUIRE(bagua_sign_state_create(kCount, MPI_COMM_WORLD, &state) == BAGUA_SUCCESS);
+  for (bagua_algorithm algorithm : {BAGUA_ALGORITHM_Q8, BAGUA_ALGORITHM_SIGN}) {
+    Seen with_request;
+    params.algorithm = algorithm;
+    params.state = algorithm == BAGUA_ALGORITHM_SIGN ? state : nullptr;
+    params.complete_arg = &with_request;
+    MPI_Request r;
+    REQUIRE(bagua_iallreduce_ex(in.data(), out.data(), kCount, MPI_FLOAT, BAGUA_AVG, MPI_COMM_WORLD,
+                                &params, &r) == BAGUA_SUCCESS);
+    REQUIRE(MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS);
+    INFO(bagua_algorithm_name(algorithm));
+    CHECK(with_request.calls == 1);
+    CHECK(with_request.status == BAGUA_SUCCESS);
+  }
+  CHECK(bagua_sign_state_destroy(&state) == BAGUA_SUCCESS);
+}
+
+TEST_CASE("iallreduce_ex: bad options are refused before starting", "[iallreduce][errors]") {
+  float a[8] = {}, b[8] = {};
+  MPI_Request r;
+  test::expect_error(bagua_iallreduce_ex(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, nullptr, &r),
+                     BAGUA_ERR_INVALID_ARGUMENT, "params is NULL");
+  bagua_iallreduce_params params = BAGUA_IALLREDUCE_PARAMS_INITIALIZER;
+  test::expect_error(
+      bagua_iallreduce_ex(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &params, nullptr),
+      BAGUA_ERR_INVALID_ARGUMENT, "request is NULL");
+  params.struct_size = 8;
+  test::expect_error(bagua_iallreduce_ex(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &params, &r),
+                     BAGUA_ERR_INVALID_ARGUMENT, "struct_size");
+  bagua_sign_state_t state = nullptr;
+  REQUIRE(bagua_sign_state_create(8, MPI_COMM_WORLD, &state) == BAGUA_SUCCESS);
+  params = BAGUA_IALLREDUCE_PARAMS_INITIALIZER;
+  params.algorithm = BAGUA_ALGORITHM_Q8;
+  params.state = state;
+  test::expect_error(bagua_iallreduce_ex(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &params, &r),
+                     BAGUA_ERR_INVALID_ARGUMENT, "keeps none");
+  params.algorithm = BAGUA_ALGORITHM_SIGN;
+  params.state = nullptr;
+  test::expect_error(bagua_iallreduce_ex(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &params, &r),
+                     BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
+  CHECK(bagua_sign_state_destroy(&state) == BAGUA_SUCCESS);
 }
 
 TEST_CASE("iallreduce: bad arguments are refused before starting", "[iallreduce][errors]") {
