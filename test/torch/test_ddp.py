@@ -516,16 +516,16 @@ def test_bad_input():
     except bagua_torch.BaguaError as e:
         check(e.code == 1 and e.error_string in str(e) and "interval" in e.last_error,
               f"BaguaError attributes: {e.code}, {e.error_string!r}, {e.last_error!r}")
-    # A failure on the hook's worker thread reaches the bucket's future: a SignState made on
-    # another communicator is refused by bagua_allreduce_sign on every rank, before any message.
+    # A failed bucket reaches its future: a SignState made on another communicator is refused
+    # by bagua_iallreduce_ex on every rank, before any message.
     runner = bagua_torch._C.HookRunner(bagua_torch.runtime.private_comm(), "sign")
     future = torch.futures.Future()
     runner.submit(good.clone(), future, bagua_torch.SignState(16))
     try:
         future.wait()
-        check(False, "hook worker: a failed bagua call completed the future")
+        check(False, "hook: a failed bagua call completed the future")
     except bagua_torch.BaguaError as e:
-        check(e.code == 1 and "state" in e.last_error, f"hook worker: BaguaError {e}")
+        check(e.code == 1 and "state" in e.last_error, f"hook: BaguaError {e}")
     runner.stop()
     double_model = ddp(Net(torch.float64), "q8")
     check(raises(Exception, lambda: train(double_model, steps=1), "q8 takes"),

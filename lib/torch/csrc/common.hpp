@@ -18,6 +18,8 @@ namespace bagua_torch {
 class BaguaError : public std::runtime_error {
  public:
   BaguaError(const std::string &call, int code);
+  // A failure another thread saw, with its bagua_last_error() text.
+  BaguaError(const std::string &call, int code, const std::string &last_error);
   int code() const { return code_; }
   const std::string &error_string() const { return error_string_; }
   const std::string &last_error() const { return last_error_; }

@@ -7,7 +7,7 @@
 #include <atomic>
 #include <climits>
 #include <condition_variable>
-#include <deque>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -19,10 +19,13 @@ namespace py = pybind11;
 namespace bagua_torch {
 
 BaguaError::BaguaError(const std::string &call, int code)
-    : std::runtime_error(call + " failed: " + bagua_error_string(code) + ": " + bagua_last_error()),
+    : BaguaError(call, code, bagua_last_error()) {}
+
+BaguaError::BaguaError(const std::string &call, int code, const std::string &last_error)
+    : std::runtime_error(call + " failed: " + bagua_error_string(code) + ": " + last_error),
       code_(code),
       error_string_(bagua_error_string(code)),
-      last_error_(bagua_last_error()) {}
+      last_error_(last_error) {}
 
 void check_status(int rc, const char *call) {
   if (rc != BAGUA_SUCCESS) throw BaguaError(call, rc);
@@ -459,68 +462,132 @@ class AsyncAverage {
   bagua_async_t handle_ = nullptr;
 };
 
-// Runs DDP buckets' allreduces on one thread, in submission order (DDP's
-// bucket order), and completes each bucket's torch.futures.Future with the
-// GIL held, so backward continues while buckets are on the wire.
+// Starts each DDP bucket's allreduce as a nonblocking bagua call, a task of
+// the communicator's progress engine (buckets in flight progress together),
+// and completes the buckets' torch.futures.Futures in submission order (DDP's
+// bucket order) with the GIL held on a completion thread, so the engine
+// never waits for the GIL and backward continues while buckets are on the
+// wire.
 class HookRunner {
  public:
   HookRunner(std::shared_ptr<Comm> comm, const std::string &algorithm)
       : comm_(std::move(comm)), mpi_comm_(comm_->get()), algorithm_(parse_algorithm(algorithm)) {
     if (mpi_thread_level() < MPI_THREAD_MULTIPLE)
       throw std::runtime_error(
-          "DDP hooks run bagua on a worker thread: MPI must provide MPI_THREAD_MULTIPLE "
+          "DDP hooks run bagua on its progress thread: MPI must provide MPI_THREAD_MULTIPLE "
           "(initialise it with bagua_torch.init())");
-    worker_ = std::thread([this] { run(); });
+    completer_ = std::thread([this] { run(); });
   }
   ~HookRunner() {
-    if (worker_.joinable()) without_gil([this] { stop(); });
+    if (completer_.joinable()) without_gil([this] { stop(); });
   }
 
-  // Called with the GIL, from the hook.
+  // Called with the GIL, from the hook, in DDP's bucket order (the same on
+  // every rank).
   void submit(at::Tensor bucket, py::object future, std::shared_ptr<SignState> sign) {
     const MPI_Datatype datatype = checked_datatype(algorithm_, bucket, sign.get());
+    auto job = std::make_unique<Job>();
+    job->runner = this;
+    job->tensor = std::move(bucket);
+    job->datatype = datatype;
+    job->future = std::move(future);
+    job->sign = std::move(sign);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (stopping_) throw py::value_error("the hook state was closed");
-      jobs_.push_back(Job{std::move(bucket), datatype, std::move(future), std::move(sign)});
+      ++in_flight_;
+      job->sequence = next_submitted_++;
     }
-    wake_.notify_one();
+    int rc = BAGUA_SUCCESS;
+    {
+      py::gil_scoped_release nogil;
+      rc = start(*job);
+    }
+    if (rc == BAGUA_SUCCESS) {
+      job.release();  // the completion callback owns it now
+      return;
+    }
+    // A refused call fails its future, in its turn, as one that failed while
+    // running.
+    job->status = rc;
+    job->message = bagua_last_error();
+    hand_over(std::move(job));
   }
 
   long long bytes_sent() const { return bytes_sent_; }
 
-  // Finishes the buckets already submitted, then ends the thread. Without the GIL.
+  // Finishes the buckets already submitted, then ends the completion
+  // thread. Without the GIL.
   void stop() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stopping_ = true;
     }
     wake_.notify_one();
-    if (worker_.joinable()) worker_.join();
+    if (completer_.joinable()) completer_.join();
   }
 
  private:
+  static constexpr const char *kCall = "bagua_iallreduce_ex";
+
   struct Job {
+    HookRunner *runner = nullptr;
+    uint64_t sequence = 0;  // in submission order
     at::Tensor tensor;
     MPI_Datatype datatype = MPI_DATATYPE_NULL;
     py::object future;  // touched only with the GIL
     std::shared_ptr<SignState> sign;
+    int status = BAGUA_SUCCESS;
+    std::string message;  // bagua_last_error() of a failure
   };
+
+  int start(Job &job) {
+    bagua_iallreduce_params params = BAGUA_IALLREDUCE_PARAMS_INITIALIZER;
+    params.algorithm = algorithm_;
+    params.state = job.sign ? job.sign->get() : nullptr;
+    params.complete = &HookRunner::completed;
+    params.complete_arg = &job;
+    return bagua_iallreduce_ex(MPI_IN_PLACE, job.tensor.data_ptr(),
+                               static_cast<int>(job.tensor.numel()), job.datatype, BAGUA_AVG,
+                               mpi_comm_, &params, nullptr);
+  }
+
+  // On bagua's progress thread: the call has ended.
+  static void completed(void *arg, int status, const char *message) {
+    std::unique_ptr<Job> job(static_cast<Job *>(arg));
+    job->status = status;
+    if (status != BAGUA_SUCCESS) job->message = message;
+    job->runner->hand_over(std::move(job));
+  }
+
+  // Gives an ended job to the completion thread.
+  void hand_over(std::unique_ptr<Job> job) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const uint64_t sequence = job->sequence;
+      ended_.emplace(sequence, std::move(job));
+    }
+    wake_.notify_one();
+  }
+
+  // Whether the next job in submission order has ended. Under mutex_.
+  bool next_ended() const { return !ended_.empty() && ended_.begin()->first == next_completed_; }
 
   void run() {
     for (;;) {
-      Job job;
+      std::unique_ptr<Job> job;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
-        if (jobs_.empty()) return;  // stopping, and every bucket is done
-        job = std::move(jobs_.front());
-        jobs_.pop_front();
+        wake_.wait(lock, [this] { return next_ended() || (stopping_ && in_flight_ == 0); });
+        if (!next_ended()) return;  // stopping, and every bucket is done
+        job = std::move(ended_.begin()->second);
+        ended_.erase(ended_.begin());
       }
-      const int rc =
-          run_allreduce(algorithm_, job.tensor, job.datatype, BAGUA_AVG, mpi_comm_, job.sign.get());
-      if (rc == BAGUA_SUCCESS) count_bytes(job);
-      complete(job, rc);
+      if (job->status == BAGUA_SUCCESS) count_bytes(*job);
+      complete(std::move(job));
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++next_completed_;
+      --in_flight_;
     }
   }
 
@@ -532,30 +599,33 @@ class HookRunner {
       bytes_sent_ += bytes;
   }
 
-  void complete(Job &job, int rc) {
+  // Sets the job's future and frees the job, with the GIL (its Python objects).
+  static void complete(std::unique_ptr<Job> job) {
     std::optional<BaguaError> error;
-    if (rc != BAGUA_SUCCESS) error.emplace(algorithm_call(algorithm_), rc);
+    if (job->status != BAGUA_SUCCESS) error.emplace(kCall, job->status, job->message);
     py::gil_scoped_acquire gil;
     try {
       if (error)
-        job.future.attr("set_exception")(to_python_error(*error));
+        job->future.attr("set_exception")(to_python_error(*error));
       else
-        job.future.attr("set_result")(job.tensor);
+        job->future.attr("set_result")(job->tensor);
     } catch (py::error_already_set &e) {
-      e.discard_as_unraisable("bagua_torch hook worker");
+      e.discard_as_unraisable("bagua_torch hook completion");
     }
-    job.future = py::object();
+    job.reset();
   }
 
   std::shared_ptr<Comm> comm_;
-  MPI_Comm mpi_comm_;  // read once: the worker must not throw
+  MPI_Comm mpi_comm_;  // read once: the callback must not throw
   Algorithm algorithm_;
-  std::mutex mutex_;
+  std::mutex mutex_;  // guards the counts, ended_ and stopping_
   std::condition_variable wake_;
-  std::deque<Job> jobs_;
+  std::map<uint64_t, std::unique_ptr<Job>> ended_;  // by sequence
+  uint64_t next_submitted_ = 0, next_completed_ = 0;
+  int in_flight_ = 0;  // submitted and not yet completed
   bool stopping_ = false;
   std::atomic<long long> bytes_sent_{0};
-  std::thread worker_;
+  std::thread completer_;
 };
 
 std::shared_ptr<Comm> world() { return std::make_shared<Comm>(MPI_COMM_WORLD, false); }
