@@ -12,8 +12,9 @@ ALGORITHMS = tuple(_C.algorithms())
 class HookState:
     """The state of allreduce_hook: the algorithm, a communicator of its own (a duplicate of
     `comm`, an MPI communicator, or else one of `ranks`, torch's global ranks, None: every rank;
-    it must hold the DDP group's ranks in the same order) and a worker thread that runs the
-    buckets' allreduces in DDP's order. Collective to create.
+    it must hold the DDP group's ranks in the same order) and a runner that starts each bucket's
+    allreduce as a nonblocking bagua call and completes the buckets' futures in DDP's order.
+    Collective to create.
 
     For "sign", 1-bit SGD with momentum (the scheme of 1-bit Adam): one error-feedback state and
     one momentum buffer m per bucket, with the bucket's elements in the model's parameter order
@@ -40,7 +41,7 @@ class HookState:
 
     def submit(self, bucket):
         """Queues the bucket's allreduce (average) and returns its torch.futures.Future, completed
-        by the worker thread with the averaged buffer (for "sign", the averaged momentum)."""
+        in DDP's order with the averaged buffer (for "sign", the averaged momentum)."""
         buffer = bucket.buffer()
         if self.algorithm != "sign":
             future = torch.futures.Future()
@@ -124,7 +125,7 @@ class HookState:
         return self._runner.bytes_sent
 
     def close(self):
-        """Finishes the queued buckets and stops the worker (also done at exit)."""
+        """Finishes the buckets in flight and stops the completion thread (also done at exit)."""
         self._runner.stop()
 
 
