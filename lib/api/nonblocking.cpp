@@ -1,5 +1,6 @@
 // C entry points of the nonblocking allreduce of every wire (bagua_iallreduce,
-// bagua_iallreduce_alg; the named wrappers are in named.cpp).
+// bagua_iallreduce_alg, bagua_iallreduce_ex; the named wrappers are in
+// named.cpp).
 #include "../core/nonblocking.hpp"
 
 #include "compressed.hpp"
