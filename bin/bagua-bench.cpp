@@ -1,8 +1,10 @@
 // bagua-bench: allreduce size sweep in nccl-tests' columns, bagua and
-// MPI_Allreduce measured side by side in the same run.
+// MPI_Allreduce measured side by side in the same run; with -a impi,ibagua
+// the nonblocking calls (MPI_Iallreduce, bagua_iallreduce), each followed by
+// MPI_Wait, the bagua row against the MPI row of its kind.
 //
 //   mpirun -np 2 bagua-bench [-b 1K] [-e 64M] [-f 4] [-n 20] [-w 5] [-d float]
-//                            [-o sum] [-a mpi,bagua] [--link RATE]
+//                            [-o sum] [-a mpi,bagua,impi,ibagua] [--link RATE]
 #include <getopt.h>
 #include <mpi.h>
 #include <unistd.h>
@@ -30,14 +32,38 @@ int mpi_allreduce(const void *s, void *r, int c, MPI_Datatype t, MPI_Op o, MPI_C
   return MPI_Allreduce(s, r, c, t, o, comm) == MPI_SUCCESS ? BAGUA_SUCCESS : BAGUA_ERR_TRANSPORT;
 }
 
+int waited(int rc, MPI_Request *request) {
+  if (rc != MPI_SUCCESS) return rc;
+  return MPI_Wait(request, MPI_STATUS_IGNORE);
+}
+
+int mpi_iallreduce(const void *s, void *r, int c, MPI_Datatype t, MPI_Op o, MPI_Comm comm) {
+  MPI_Request request;
+  return waited(MPI_Iallreduce(s, r, c, t, o, comm, &request), &request) == MPI_SUCCESS
+             ? BAGUA_SUCCESS
+             : BAGUA_ERR_TRANSPORT;
+}
+
+int bagua_iallreduce_waited(const void *s, void *r, int c, MPI_Datatype t, MPI_Op o,
+                            MPI_Comm comm) {
+  MPI_Request request;
+  const int rc = bagua_iallreduce(s, r, c, t, o, comm, &request);
+  if (rc != BAGUA_SUCCESS) return rc;
+  return MPI_Wait(&request, MPI_STATUS_IGNORE) == MPI_SUCCESS ? BAGUA_SUCCESS : BAGUA_ERR_TRANSPORT;
+}
+
 struct Contender {
   const char *name;
   AllreduceFn fn;
+  bool is_mpi;       // MPI's call: the peer row of its kind
+  bool nonblocking;  // needs MPI_THREAD_MULTIPLE (bagua's nonblocking calls)
 };
 
 const Contender kContenders[] = {
-    {"mpi", mpi_allreduce},
-    {"bagua", bagua_allreduce},
+    {"mpi", mpi_allreduce, true, false},
+    {"bagua", bagua_allreduce, false, false},
+    {"impi", mpi_iallreduce, true, true},
+    {"ibagua", bagua_iallreduce_waited, false, true},
 };
 
 struct Config {
@@ -66,9 +92,11 @@ size_t parse_size(const char *s) {
   std::fprintf(stderr,
                "bagua-bench: %s\nusage: bagua-bench [-b minbytes] [-e maxbytes] [-f factor] "
                "[-n iters] [-w warmup] [-d float|double|float16|bfloat16] [-o sum|avg|max|min] "
-               "[-a mpi,bagua] [-l|--link RATE]\n",
+               "[-a mpi,bagua,impi,ibagua] [-l|--link RATE]\n",
                why);
-  MPI_Abort(MPI_COMM_WORLD, 2);
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) MPI_Abort(MPI_COMM_WORLD, 2);
   std::exit(2);
 }
 
@@ -252,17 +280,26 @@ long long bytes_sent(size_t count, MPI_Datatype t) {
 
 }  // namespace
 
+// MPI_THREAD_MULTIPLE only when a nonblocking contender runs, so the
+// blocking rows keep MPI's default thread level.
+void init_mpi(int *argc, char ***argv, const std::vector<Contender> &contenders) {
+  const bool threads = std::any_of(contenders.begin(), contenders.end(),
+                                   [](const Contender &c) { return c.nonblocking; });
+  int provided = 0;
+  MPI_Init_thread(argc, argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
+}
+
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  const Config cfg = parse_args(argc, argv);
+  const std::vector<Contender> contenders = select(cfg.algos);
+  init_mpi(&argc, &argv, contenders);
   int rank = 0, n = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
-  const Config cfg = parse_args(argc, argv);
   size_t elem = 0;
   const MPI_Datatype t = datatype_of(cfg.type, &elem);
   const Plan bagua_plan{t, op_of(cfg.op), cfg.op, expected_results(cfg.op, n)};
   const std::optional<Plan> mpi = mpi_plan(bagua_plan, n);
-  const std::vector<Contender> contenders = select(cfg.algos);
   const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
 
   if (rank == 0) print_header(cfg, n, mpi.has_value());
@@ -271,19 +308,20 @@ int main(int argc, char **argv) {
     const long long sent = bytes_sent(count, t);
     std::vector<unsigned char> send(count * elem), recv(count * elem);
     fill(send, t, count, rank);
-    double mpi_seconds = 0;
+    // The MPI row's time of each kind (blocking, nonblocking).
+    double mpi_seconds[2] = {0, 0};
     for (const Contender &c : contenders) {
-      const bool is_mpi = std::strcmp(c.name, "mpi") == 0;
-      if (is_mpi && !mpi) continue;
-      const Plan &plan = is_mpi ? *mpi : bagua_plan;
+      if (c.is_mpi && !mpi) continue;
+      const Plan &plan = c.is_mpi ? *mpi : bagua_plan;
       const Result r = measure(c, cfg, plan, count, send, recv);
-      if (is_mpi) mpi_seconds = r.seconds;
+      double &peer_seconds = mpi_seconds[c.nonblocking];
+      if (c.is_mpi) peer_seconds = r.seconds;
       const double algbw = double(count * elem) / r.seconds / 1e9;
       if (rank == 0) {
         std::printf("  %12zu %12zu %9s %5s %-8s %10.1f %8.2f %8.2f%s %7ld", count * elem, count,
                     cfg.type.c_str(), plan.op_name.c_str(), c.name, r.seconds * 1e6, algbw,
                     algbw * bus_factor, cfg.link.cells(sent, r.seconds).c_str(), r.wrong);
-        if (mpi_seconds > 0) std::printf(" %8.2f", mpi_seconds / r.seconds);
+        if (peer_seconds > 0) std::printf(" %8.2f", peer_seconds / r.seconds);
         std::printf("\n");
       }
     }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The benchmarks check the rows they time: every row of bagua-bench (each
-# datatype, sum and avg, both contenders) and of bagua-bench-compressed must
+# datatype, sum and avg, both contenders; the nonblocking pair on float sum)
+# and of bagua-bench-compressed must
 # report 0 wrong elements and carry the link columns; a malformed link rate
 # is refused with a message naming it.
 #   check_bench.sh MPIEXEC bagua-bench [bagua-bench-compressed]
@@ -13,20 +14,23 @@ fail() {
   status=1
 }
 
-# Rows of a bagua-bench run: the datatype column and the #wrong column
-# (12th field when a link rate is given).
+# Rows of a bagua-bench run of contenders `algos` (two of them): the
+# datatype column and the #wrong column (12th field when a link rate is
+# given).
 check_bench_rows() {
-  local type=$1 op=$2 out rows
-  out=$("$mpiexec" -np 2 "$bench" -b 4K -e 1M -f 16 -n 2 -w 1 -d "$type" -o "$op" --link 1gbit)
+  local type=$1 op=$2 algos=${3:-mpi,bagua} out rows
+  out=$("$mpiexec" -np 2 "$bench" -b 4K -e 1M -f 16 -n 2 -w 1 -d "$type" -o "$op" -a "$algos" \
+    --link 1gbit)
   rows=$(grep -v '^#' <<<"$out" | awk -v t="$type" '$3 == t' | wc -l)
-  [ "$rows" -eq 6 ] || fail "bagua-bench -d $type -o $op: $rows rows, want 6:"$'\n'"$out"
+  [ "$rows" -eq 6 ] || fail "bagua-bench -d $type -o $op -a $algos: $rows rows, want 6:"$'\n'"$out"
   grep -v '^#' <<<"$out" | awk '$12 != 0 || $11 !~ /%$/ { bad = 1 } END { exit bad }' ||
-    fail "bagua-bench -d $type -o $op: wrong elements or no link columns:"$'\n'"$out"
+    fail "bagua-bench -d $type -o $op -a $algos: wrong elements or no link columns:"$'\n'"$out"
 }
 
 for type in float double float16 bfloat16; do
   for op in sum avg; do check_bench_rows "$type" "$op"; done
 done
+check_bench_rows float sum impi,ibagua
 
 # A bad rate, as option and as environment variable.
 out=$("$mpiexec" -np 1 "$bench" --link 1gxbit 2>&1) && fail "bagua-bench accepted --link 1gxbit"
