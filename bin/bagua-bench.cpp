@@ -32,23 +32,17 @@ int mpi_allreduce(const void *s, void *r, int c, MPI_Datatype t, MPI_Op o, MPI_C
   return MPI_Allreduce(s, r, c, t, o, comm) == MPI_SUCCESS ? BAGUA_SUCCESS : BAGUA_ERR_TRANSPORT;
 }
 
-int waited(int rc, MPI_Request *request) {
-  if (rc != MPI_SUCCESS) return rc;
-  return MPI_Wait(request, MPI_STATUS_IGNORE);
-}
-
 int mpi_iallreduce(const void *s, void *r, int c, MPI_Datatype t, MPI_Op o, MPI_Comm comm) {
   MPI_Request request;
-  return waited(MPI_Iallreduce(s, r, c, t, o, comm, &request), &request) == MPI_SUCCESS
-             ? BAGUA_SUCCESS
-             : BAGUA_ERR_TRANSPORT;
+  if (MPI_Iallreduce(s, r, c, t, o, comm, &request) != MPI_SUCCESS) return BAGUA_ERR_TRANSPORT;
+  return MPI_Wait(&request, MPI_STATUS_IGNORE) == MPI_SUCCESS ? BAGUA_SUCCESS : BAGUA_ERR_TRANSPORT;
 }
 
 int bagua_iallreduce_waited(const void *s, void *r, int c, MPI_Datatype t, MPI_Op o,
                             MPI_Comm comm) {
   MPI_Request request;
-  const int rc = bagua_iallreduce(s, r, c, t, o, comm, &request);
-  if (rc != BAGUA_SUCCESS) return rc;
+  if (const int rc = bagua_iallreduce(s, r, c, t, o, comm, &request); rc != BAGUA_SUCCESS)
+    return rc;
   return MPI_Wait(&request, MPI_STATUS_IGNORE) == MPI_SUCCESS ? BAGUA_SUCCESS : BAGUA_ERR_TRANSPORT;
 }
 

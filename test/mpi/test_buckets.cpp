@@ -572,6 +572,28 @@ TEST_CASE("iallreduce_ex: bad options are refused before starting", "[iallreduce
   params.state = nullptr;
   test::expect_error(bagua_iallreduce_ex(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &params, &r),
                      BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
+  // bagua_iallreduce_sign itself: no state, a state of another count, a
+  // negative count, an unsupported datatype and op, no request.
+  test::expect_error(
+      bagua_iallreduce_sign(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, nullptr, &r),
+      BAGUA_ERR_INVALID_ARGUMENT, "state is NULL");
+  test::expect_error(bagua_iallreduce_sign(a, b, 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, state, &r),
+                     BAGUA_ERR_INVALID_ARGUMENT, "created for count 8");
+  test::expect_error(bagua_iallreduce_sign(a, b, -1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, state, &r),
+                     BAGUA_ERR_INVALID_ARGUMENT, "negative");
+  double d[8] = {}, e[8] = {};
+  test::expect_error(bagua_iallreduce_sign(d, e, 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, state, &r),
+                     BAGUA_ERR_UNSUPPORTED_DATATYPE, "MPI_FLOAT");
+  test::expect_error(bagua_iallreduce_sign(a, b, 8, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD, state, &r),
+                     BAGUA_ERR_UNSUPPORTED_OP, "MPI_SUM");
+  test::expect_error(
+      bagua_iallreduce_sign(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, state, nullptr),
+      BAGUA_ERR_INVALID_ARGUMENT, "request is NULL");
+  // None of the refusals kept the state.
+  MPI_Request held;
+  REQUIRE(bagua_iallreduce_sign(a, b, 8, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, state, &held) ==
+          BAGUA_SUCCESS);
+  REQUIRE(MPI_Wait(&held, MPI_STATUS_IGNORE) == MPI_SUCCESS);
   CHECK(bagua_sign_state_destroy(&state) == BAGUA_SUCCESS);
 }
 

@@ -45,6 +45,19 @@ void check_lifetime(const std::function<void(MPI_Comm, std::vector<float> &)> &u
   CHECK(after.engines == before.engines);
 }
 
+// A bucketed communicator on comm of one tensor, `buf`, marked ready: its
+// bucket is in flight.
+bagua_bucket_comm_t start_one_bucket(MPI_Comm comm, std::vector<float> &buf) {
+  bagua_bucket_comm_t bc = nullptr;
+  REQUIRE(bagua_bucket_comm_create(comm, nullptr, &bc) == BAGUA_SUCCESS);
+  int id = -1, buckets = 0;
+  REQUIRE(bagua_bucket_comm_register(bc, buf.data(), int(buf.size()), MPI_FLOAT, &id) ==
+          BAGUA_SUCCESS);
+  REQUIRE(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets) == BAGUA_SUCCESS);
+  REQUIRE(bagua_bucket_comm_mark_ready(bc, id) == BAGUA_SUCCESS);
+  return bc;
+}
+
 }  // namespace
 
 TEST_CASE("a communicator's lifetime leaves no live object behind", "[lifetime]") {
@@ -70,12 +83,7 @@ TEST_CASE("a communicator's lifetime leaves no live object behind", "[lifetime]"
   }
   SECTION("buckets") {
     check_lifetime([](MPI_Comm comm, std::vector<float> &buf) {
-      bagua_bucket_comm_t bc = nullptr;
-      REQUIRE(bagua_bucket_comm_create(comm, nullptr, &bc) == BAGUA_SUCCESS);
-      int id = -1, buckets = 0;
-      REQUIRE(bagua_bucket_comm_register(bc, buf.data(), kCount, MPI_FLOAT, &id) == BAGUA_SUCCESS);
-      REQUIRE(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets) == BAGUA_SUCCESS);
-      REQUIRE(bagua_bucket_comm_mark_ready(bc, id) == BAGUA_SUCCESS);
+      bagua_bucket_comm_t bc = start_one_bucket(comm, buf);
       REQUIRE(bagua_bucket_comm_wait_all(bc) == BAGUA_SUCCESS);
       bagua_bucket_comm_destroy(&bc);
     });
@@ -118,12 +126,7 @@ TEST_CASE("a communicator's background features share one progress engine", "[li
   MPI_Request req;
   REQUIRE(bagua_iallreduce(MPI_IN_PLACE, nonblocking.data(), kCount, MPI_FLOAT, MPI_SUM, comm,
                            &req) == BAGUA_SUCCESS);
-  bagua_bucket_comm_t bc = nullptr;
-  REQUIRE(bagua_bucket_comm_create(comm, nullptr, &bc) == BAGUA_SUCCESS);
-  int id = -1, buckets = 0;
-  REQUIRE(bagua_bucket_comm_register(bc, bucketed.data(), kCount, MPI_FLOAT, &id) == BAGUA_SUCCESS);
-  REQUIRE(bagua_bucket_comm_finalize_registration(bc, nullptr, &buckets) == BAGUA_SUCCESS);
-  REQUIRE(bagua_bucket_comm_mark_ready(bc, id) == BAGUA_SUCCESS);
+  bagua_bucket_comm_t bc = start_one_bucket(comm, bucketed);
   bagua_async_t averager = nullptr;
   REQUIRE(bagua_async_average_create(averaged.data(), kCount, MPI_FLOAT, 1, comm, &averager) ==
           BAGUA_SUCCESS);
