@@ -42,8 +42,8 @@ void print_selection() {
     return;
   }
   std::printf("#\n# Selection rules of the blocking calls (highest score wins)\n");
-  const auto settings = bagua::SelectionSettings::from(options);
-  for (const bagua::ScoreRow &r : bagua::score_table(settings, bagua::Family::allreduce)) {
+  const bagua::SelectionPolicy policy = bagua::SelectionPolicy::of(options);
+  for (const bagua::ScoreRow &r : policy.rows(bagua::Family::allreduce)) {
     const bool open = r.max_bytes == std::numeric_limits<size_t>::max();
     const std::string max = open ? "inf" : std::to_string(r.max_bytes);
     std::printf("%-6s %-18s bytes [%zu, %s] memory %s score %d\n", bagua::wire_name(r.wire),

@@ -1,7 +1,7 @@
 // bagua-advise (doc/tools.md, "bagua-advise"): measures what the cost model needs on this
 // cluster (latency and bandwidth inside and between nodes, the all-to-all
 // efficiency, the overlap of compute and transfer, codec and sum rates),
-// then predicts every algorithm's time per step with lib/core/cost_model.
+// then predicts every algorithm's time per step with cost_model.hpp.
 #pragma once
 
 #include <mpi.h>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/status.hpp"
-#include "core/cost_model.hpp"
+#include "cost_model.hpp"
 
 namespace bagua::advise {
 

@@ -199,8 +199,8 @@ Status BucketComm::check_layout_agrees() {
 // the bucket's size.
 Status BucketComm::build_algorithm(Bucket &b, BucketAlgorithmChoice choice) {
   BAGUA_TRY(check_support(Family::bucket, choice.wire, b.dtype, choice.op, Memory::host));
-  BAGUA_TRY(select_schedule(SelectionSettings::from(comm_->options()), Family::bucket, choice.wire,
-                            b.count * dtype_size(b.dtype), Memory::host, &b.schedule));
+  BAGUA_TRY(comm_->policy().select(Family::bucket, choice.wire, b.count * dtype_size(b.dtype),
+                                   Memory::host, &b.schedule));
   b.choice = choice;
   return BAGUA_SUCCESS;
 }

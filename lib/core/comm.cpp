@@ -124,7 +124,11 @@ Status require_thread_multiple(const char *feature) {
 
 Communicator::Communicator(MPI_Comm dup, Options options, std::unique_ptr<Transport> transport,
                            TagLayout tags)
-    : dup_(dup), options_(options), transport_(std::move(transport)), tags_(tags) {
+    : dup_(dup),
+      options_(options),
+      policy_(SelectionPolicy::of(options_)),
+      transport_(std::move(transport)),
+      tags_(tags) {
   live_add(Live::communicator, 1);
 }
 

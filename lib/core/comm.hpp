@@ -21,6 +21,7 @@
 #include "exchange.hpp"
 #include "failure.hpp"
 #include "options.hpp"
+#include "select.hpp"
 #include "tags.hpp"
 
 namespace bagua {
@@ -67,6 +68,8 @@ class Communicator {
   Communicator &operator=(const Communicator &) = delete;
 
   const Options &options() const { return options_; }
+  // The selection policy of options(), built with the communicator.
+  const SelectionPolicy &policy() const { return policy_; }
   Transport &transport() { return *transport_; }
   int rank() const { return transport_->rank(); }
   int size() const { return transport_->size(); }
@@ -173,6 +176,7 @@ class Communicator {
 
   MPI_Comm dup_;
   Options options_;
+  SelectionPolicy policy_;
   std::unique_ptr<Transport> transport_;
   TagLayout tags_;
   uint64_t next_slot_ = 0;

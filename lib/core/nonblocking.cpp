@@ -147,8 +147,8 @@ Status NonblockingComm::run(const Call &call, Schedule schedule, uint64_t tag_sl
 Status NonblockingComm::start(const Call &call, Completion done, MPI_Request *request) {
   // Device buffers are staged, so every call runs a host schedule.
   Schedule schedule;
-  BAGUA_TRY(select_schedule(SelectionSettings::from(comm_->options()), call.family, call.wire,
-                            call.count * dtype_size(call.dtype), Memory::host, &schedule));
+  BAGUA_TRY(comm_->policy().select(call.family, call.wire, call.count * dtype_size(call.dtype),
+                                   Memory::host, &schedule));
   std::lock_guard lock(mutex_);
   // A refused call still takes its slot, so the calls after it pair with the
   // same calls of ranks that did not refuse (those time out on this one).

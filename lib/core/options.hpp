@@ -10,7 +10,6 @@
 #include "../base/env.hpp"
 #include "../base/status.hpp"
 #include "../base/wires.hpp"
-#include "cost_model.hpp"
 
 namespace bagua {
 
@@ -54,7 +53,7 @@ struct Options {
   TransportKind transport = TransportKind::mpi;
   int64_t timeout_ms = env_default_int("BAGUA_TIMEOUT_MS");
   AllreduceAlgo allreduce_algo = AllreduceAlgo::automatic;
-  size_t ring_threshold_bytes = default_ring_threshold();
+  size_t ring_threshold_bytes = size_t(env_default_int("BAGUA_RING_THRESHOLD"));
   size_t segment_bytes = size_t(env_default_int("BAGUA_SEGMENT_BYTES"));
   int64_t tag_ub = env_default_int("BAGUA_TAG_UB");  // 0: the transport's largest tag
   // Ranks agree on each call before data moves.

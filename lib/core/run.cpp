@@ -145,8 +145,7 @@ template <class Body>
 Status with_runnable_buffers(Communicator &c, const Call &call, Body &&body) {
   if (call.memory != Memory::cuda || call.count == 0) return with_aligned_buffers(call, body);
   const size_t bytes = call.count * dtype_size(call.dtype);
-  if (buffers_aligned(call) &&
-      runs_on_device(SelectionSettings::from(c.options()), call.family, call.wire, bytes)) {
+  if (buffers_aligned(call) && c.policy().runs_on_device(call.family, call.wire, bytes)) {
     Call on_device = call;
     BAGUA_TRY(prepare_device_call(c, &on_device));
     return body(on_device);
@@ -283,8 +282,8 @@ Status run_flat(AlgoContext &ctx, const Call &call, Schedule schedule, const Opt
 Status run_blocking(Communicator &c, const Call &call) {
   return with_runnable_buffers(c, call, [&](const Call &ready) {
     Schedule schedule;
-    BAGUA_TRY(select_schedule(SelectionSettings::from(c.options()), ready.family, ready.wire,
-                              ready.count * dtype_size(ready.dtype), ready.memory, &schedule));
+    BAGUA_TRY(c.policy().select(ready.family, ready.wire, ready.count * dtype_size(ready.dtype),
+                                ready.memory, &schedule));
     if (schedule == Schedule::hierarchical) return run_hierarchical(c, ready);
     AlgoContext ctx = c.next_call();
     return c.record(run_flat(ctx, ready, schedule, c.options()));
@@ -357,8 +356,8 @@ Status run_group_average(Communicator &c, const Call &call, std::span<const int>
                   c.options().segment_bytes};
   return with_runnable_buffers(c, call, [&](const Call &ready) {
     Schedule schedule;
-    BAGUA_TRY(select_schedule(SelectionSettings::from(c.options()), ready.family, ready.wire,
-                              ready.count * dtype_size(ready.dtype), ready.memory, &schedule));
+    BAGUA_TRY(c.policy().select(ready.family, ready.wire, ready.count * dtype_size(ready.dtype),
+                                ready.memory, &schedule));
     return c.record(average_in_group(ctx, ready, schedule, weight, c.options()));
   });
 }
@@ -406,8 +405,8 @@ size_t bytegrad_rounds(const Call &call, int ranks, const Options &options) {
 Status flat_bytes_sent(const Call &call, int rank, int ranks, const Options &options,
                        size_t *bytes) {
   Schedule schedule;
-  BAGUA_TRY(select_schedule(SelectionSettings::from(options), Family::iallreduce, call.wire,
-                            call.count * dtype_size(call.dtype), call.memory, &schedule));
+  BAGUA_TRY(SelectionPolicy::of(options).select(
+      Family::iallreduce, call.wire, call.count * dtype_size(call.dtype), call.memory, &schedule));
   *bytes = schedule_bytes_sent(call, schedule, rank, ranks, options);
   return BAGUA_SUCCESS;
 }

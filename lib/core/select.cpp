@@ -50,10 +50,20 @@ void add_compressed_rules(const SelectionSettings &s, Family family, std::vector
   }
 }
 
-const ScoreRow *best_row(const std::vector<ScoreRow> &rows, Wire wire, size_t bytes,
-                         Memory memory) {
+}  // namespace
+
+SelectionPolicy::SelectionPolicy(const SelectionSettings &settings)
+    : hierarchical_(settings.hierarchical) {
+  for (int f = 0; f < kFamilies; ++f) {
+    add_exact_rules(settings, &rows_[f]);
+    add_compressed_rules(settings, Family(f), &rows_[f]);
+  }
+}
+
+const ScoreRow *SelectionPolicy::best_row(Family family, Wire wire, size_t bytes,
+                                          Memory memory) const {
   const ScoreRow *best = nullptr;
-  for (const ScoreRow &row : rows) {
+  for (const ScoreRow &row : rows(family)) {
     const bool applies = row.wire == wire && bytes >= row.min_bytes && bytes <= row.max_bytes &&
                          (row.memory & (1u << unsigned(memory)));
     if (applies && (best == nullptr || row.score > best->score)) best = &row;
@@ -61,29 +71,19 @@ const ScoreRow *best_row(const std::vector<ScoreRow> &rows, Wire wire, size_t by
   return best;
 }
 
-}  // namespace
-
-std::vector<ScoreRow> score_table(const SelectionSettings &settings, Family family) {
-  std::vector<ScoreRow> rows;
-  add_exact_rules(settings, &rows);
-  add_compressed_rules(settings, family, &rows);
-  return rows;
-}
-
-Status select_schedule(const SelectionSettings &settings, Family family, Wire wire, size_t bytes,
-                       Memory memory, Schedule *out) {
-  const std::vector<ScoreRow> rows = score_table(settings, family);
-  const ScoreRow *best = best_row(rows, wire, bytes, memory);
+Status SelectionPolicy::select(Family family, Wire wire, size_t bytes, Memory memory,
+                               Schedule *out) const {
+  const ScoreRow *best = best_row(family, wire, bytes, memory);
   if (best == nullptr)
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "no %s schedule runs on %s memory%s; pass host memory",
                 wire_name(wire), memory == Memory::cuda ? "CUDA device" : "host",
-                settings.hierarchical ? " with BAGUA_HIERARCHICAL=1" : "");
+                hierarchical_ ? " with BAGUA_HIERARCHICAL=1" : "");
   *out = best->schedule;
   return BAGUA_SUCCESS;
 }
 
-bool runs_on_device(const SelectionSettings &settings, Family family, Wire wire, size_t bytes) {
-  return best_row(score_table(settings, family), wire, bytes, Memory::cuda) != nullptr;
+bool SelectionPolicy::runs_on_device(Family family, Wire wire, size_t bytes) const {
+  return best_row(family, wire, bytes, Memory::cuda) != nullptr;
 }
 
 const char *schedule_name(Schedule s) {

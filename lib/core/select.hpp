@@ -1,16 +1,17 @@
 // The selection policy, as data: for a call's wire
-// format, size and memory type, which schedule runs. Every caller (the flat
-// calls, nonblocking calls, buckets, partial reduce, decentralized `all`,
-// asynchronous averaging, and bagua_allreduce_bytes for the trainer) asks
-// select_schedule; nothing else decides. Unit-tested without MPI.
+// format, size and memory type, which schedule runs. A communicator builds
+// its policy once from its settings (Communicator::policy()); every caller
+// (the flat calls, nonblocking calls, buckets, partial reduce, decentralized
+// `all`, asynchronous averaging, and bagua_allreduce_bytes for the trainer)
+// asks it; nothing else decides. Unit-tested without MPI.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "call.hpp"
-#include "cost_model.hpp"
 #include "options.hpp"
 
 namespace bagua {
@@ -26,7 +27,7 @@ enum class Schedule : uint8_t {
 // BAGUA_HIERARCHICAL).
 struct SelectionSettings {
   AllreduceAlgo exact_algo = AllreduceAlgo::automatic;
-  size_t ring_threshold_bytes = default_ring_threshold();  // the cost model's crossover
+  size_t ring_threshold_bytes = size_t(env_default_int("BAGUA_RING_THRESHOLD"));
   bool hierarchical = false;
 
   static SelectionSettings from(const Options &o) {
@@ -45,19 +46,31 @@ struct ScoreRow {
   int score;
 };
 
-// The rules for `family` under `settings` (printed by bagua-info).
-std::vector<ScoreRow> score_table(const SelectionSettings &settings, Family family);
+// The rules of every family under one set of settings, built once.
+class SelectionPolicy {
+ public:
+  explicit SelectionPolicy(const SelectionSettings &settings = {});
+  static SelectionPolicy of(const Options &o) {
+    return SelectionPolicy(SelectionSettings::from(o));
+  }
 
-// The schedule of a call of `bytes` bytes; fails (naming the setting) when no
-// rule applies, e.g. CUDA buffers with BAGUA_HIERARCHICAL=1.
-Status select_schedule(const SelectionSettings &settings, Family family, Wire wire, size_t bytes,
-                       Memory memory, Schedule *out);
+  // The rules for `family` (printed by bagua-info).
+  const std::vector<ScoreRow> &rows(Family family) const { return rows_[size_t(family)]; }
+  // The schedule of a call of `bytes` bytes; fails (naming the setting) when
+  // no rule applies, e.g. CUDA buffers with BAGUA_HIERARCHICAL=1.
+  Status select(Family family, Wire wire, size_t bytes, Memory memory, Schedule *out) const;
+  // Whether a device-buffer call of family, wire and size has a schedule
+  // that runs on device memory (the compressed allreduce's device codecs).
+  // The core stages every other device-buffer call through page-locked host
+  // memory (run.cpp, with_runnable_buffers).
+  bool runs_on_device(Family family, Wire wire, size_t bytes) const;
 
-// Whether a device-buffer call of family, wire and size has a schedule that
-// runs on device memory (the compressed allreduce's device codecs). The core
-// stages every other device-buffer call through page-locked host memory
-// (run.cpp, with_runnable_buffers).
-bool runs_on_device(const SelectionSettings &settings, Family family, Wire wire, size_t bytes);
+ private:
+  const ScoreRow *best_row(Family family, Wire wire, size_t bytes, Memory memory) const;
+
+  bool hierarchical_;
+  std::array<std::vector<ScoreRow>, kFamilies> rows_;
+};
 
 const char *schedule_name(Schedule s);
 

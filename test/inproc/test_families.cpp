@@ -67,9 +67,8 @@ inproc::Outcome run_case(inproc::Rank &rank, const Case &c) {
     o.segment_bytes = 1024;
     return o;
   }();
-  const bagua::Status selected =
-      bagua::select_schedule(bagua::SelectionSettings::from(options), c.family, c.wire,
-                             c.count * bagua::dtype_size(c.type), bagua::Memory::host, &schedule);
+  const bagua::Status selected = bagua::SelectionPolicy::of(options).select(
+      c.family, c.wire, c.count * bagua::dtype_size(c.type), bagua::Memory::host, &schedule);
   if (selected != BAGUA_SUCCESS) return inproc::outcome_of(selected);
   bagua::SignFeedback feedback(MPI_COMM_NULL, c.count);
   bagua::Call call{c.family, c.wire, buf.data(),          buf.data(), c.count,

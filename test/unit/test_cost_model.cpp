@@ -1,14 +1,14 @@
-// The cost model (lib/core/cost_model.hpp) on synthetic parameters, against
+// The cost model (bin/advise/cost_model.hpp) on synthetic parameters, against
 // closed-form values of each algorithm's alpha-beta terms.
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
 #include "../wire_ids.hpp"
+#include "advise/cost_model.hpp"
 #include "algo/compressed.hpp"
 #include "base/env.hpp"
 #include "codec.h"
-#include "core/cost_model.hpp"
 #include "core/options.hpp"
 #include "core/run.hpp"
 #include "core/select.hpp"
@@ -272,11 +272,11 @@ TEST_CASE("the policy's default ring threshold is the model's crossover at the d
   const size_t crossover = ring_crossover_bytes(default_cost_params());
   CHECK(crossover >= 73142);
   CHECK(crossover <= 73152);
-  CHECK(default_ring_threshold() == 65536);
-  CHECK(SelectionSettings{}.ring_threshold_bytes == default_ring_threshold());
-  for (const EnvVar &v : env_vars())
-    if (std::string(v.name) == "BAGUA_RING_THRESHOLD")
-      CHECK(std::stoul(v.default_value) == default_ring_threshold());
+  CHECK(ring_threshold_at_defaults() == 65536);
+  // The library's defaults, all from the settings table, are the model's.
+  CHECK(SelectionSettings{}.ring_threshold_bytes == ring_threshold_at_defaults());
+  CHECK(Options{}.ring_threshold_bytes == ring_threshold_at_defaults());
+  CHECK(default_cost_params().ring_threshold_bytes == ring_threshold_at_defaults());
 }
 
 TEST_CASE("bytes per rank are the library's: ring and ByteGrad match the policy's", "[cost]") {

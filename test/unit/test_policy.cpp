@@ -19,7 +19,7 @@ namespace {
 Schedule selected(const SelectionSettings &s, Family f, Wire w, size_t bytes,
                   Memory m = Memory::host) {
   Schedule out = Schedule::hierarchical;
-  REQUIRE(select_schedule(s, f, w, bytes, m, &out) == BAGUA_SUCCESS);
+  REQUIRE(SelectionPolicy(s).select(f, w, bytes, m, &out) == BAGUA_SUCCESS);
   return out;
 }
 
@@ -59,14 +59,14 @@ TEST_CASE("compressed wires run ByteGrad; hierarchical only for the blocking cal
   CHECK(selected(s, Family::bucket, wire::q8, 4) == Schedule::bytegrad);
   CHECK(selected(s, Family::partial, wire::q8, 4) == Schedule::bytegrad);
   Schedule out;
-  CHECK(select_schedule(s, Family::allreduce, wire::q8, 4, Memory::cuda, &out) ==
+  CHECK(SelectionPolicy(s).select(Family::allreduce, wire::q8, 4, Memory::cuda, &out) ==
         BAGUA_ERR_INVALID_ARGUMENT);
   CHECK(message().find("BAGUA_HIERARCHICAL=1") != std::string::npos);
 }
 
 TEST_CASE("exact allreduce has no device schedule", "[policy]") {
   Schedule out;
-  CHECK(select_schedule({}, Family::allreduce, Wire::exact, 64, Memory::cuda, &out) ==
+  CHECK(SelectionPolicy().select(Family::allreduce, Wire::exact, 64, Memory::cuda, &out) ==
         BAGUA_ERR_INVALID_ARGUMENT);
 }
 
@@ -74,16 +74,16 @@ TEST_CASE("device buffers run on the device only with the blocking allreduce's c
           "[policy]") {
   SelectionSettings s;
   for (Wire w : {wire::q8, wire::q4, wire::fp16, wire::bf16, wire::sign})
-    CHECK(runs_on_device(s, Family::allreduce, w, 1 << 20));
+    CHECK(SelectionPolicy(s).runs_on_device(Family::allreduce, w, 1 << 20));
   // exact has no device reduction.
-  CHECK_FALSE(runs_on_device(s, Family::allreduce, Wire::exact, 1 << 20));
+  CHECK_FALSE(SelectionPolicy(s).runs_on_device(Family::allreduce, Wire::exact, 1 << 20));
   // Partial reduce may weight its contribution on the host; low precision
   // runs its own ring; decentralized averaging is exact.
-  CHECK_FALSE(runs_on_device(s, Family::partial, wire::q8, 1 << 20));
-  CHECK_FALSE(runs_on_device(s, Family::lowprec, wire::q8, 1 << 20));
-  CHECK_FALSE(runs_on_device(s, Family::decentralized, Wire::exact, 1 << 20));
+  CHECK_FALSE(SelectionPolicy(s).runs_on_device(Family::partial, wire::q8, 1 << 20));
+  CHECK_FALSE(SelectionPolicy(s).runs_on_device(Family::lowprec, wire::q8, 1 << 20));
+  CHECK_FALSE(SelectionPolicy(s).runs_on_device(Family::decentralized, Wire::exact, 1 << 20));
   s.hierarchical = true;
-  CHECK_FALSE(runs_on_device(s, Family::allreduce, wire::q8, 1 << 20));
+  CHECK_FALSE(SelectionPolicy(s).runs_on_device(Family::allreduce, wire::q8, 1 << 20));
 }
 
 TEST_CASE("device buffers: every family takes them", "[support]") {

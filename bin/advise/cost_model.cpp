@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "run.hpp"
+#include "core/run.hpp"
 
 namespace bagua {
 
@@ -245,18 +245,11 @@ Estimate decentralized_all(const CostParams &p, size_t count) {
   return all_runs_ring(p, count) ? ring(p, count) : recursive_doubling(p, count);
 }
 
-// The defaults without the ring threshold, which is derived from them.
-CostParams base_params() {
-  CostParams p;
-  for (CodecRate &r : p.codec) r = {1e9, 1e9, 1e9};
-  return p;
-}
-
 }  // namespace
 
 CostParams default_cost_params() {
-  CostParams p = base_params();
-  p.ring_threshold_bytes = default_ring_threshold();
+  CostParams p;
+  for (CodecRate &r : p.codec) r = {1e9, 1e9, 1e9};
   return p;
 }
 
@@ -467,14 +460,11 @@ size_t ring_crossover_bytes(const CostParams &p) {
   return hi;
 }
 
-size_t default_ring_threshold() {
-  static const size_t threshold = [] {
-    const size_t crossover = ring_crossover_bytes(base_params());
-    size_t pow2 = 1;
-    while (pow2 * 2 <= crossover) pow2 *= 2;
-    return pow2;
-  }();
-  return threshold;
+size_t ring_threshold_at_defaults() {
+  const size_t crossover = ring_crossover_bytes(default_cost_params());
+  size_t pow2 = 1;
+  while (pow2 * 2 <= crossover) pow2 *= 2;
+  return pow2;
 }
 
 }  // namespace bagua

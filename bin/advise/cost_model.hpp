@@ -1,9 +1,11 @@
 // The cost model of every algorithm bagua runs (doc/tools.md, "bagua-advise"):
 // alpha-beta terms for each step, the codec and reduction passes at measured
 // rates, the all-to-all (incast) efficiency and the CPU a transfer takes from
-// the compute beside it. One place: bagua-advise predicts with it, and the
-// selection policy's automatic ring threshold is its crossover at the
-// default parameters. Pure arithmetic, unit-tested without MPI.
+// the compute beside it. It advises, and the library does not read it:
+// bagua-advise predicts with it and checks the library's policy against its
+// crossover; the default BAGUA_RING_THRESHOLD is its crossover at the default
+// parameters (test_cost_model checks they agree). Pure arithmetic,
+// unit-tested without MPI.
 #pragma once
 
 #include <array>
@@ -11,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "../algo/allreduce.hpp"
-#include "../base/dtype.hpp"
-#include "../base/env.hpp"
-#include "../base/wires.hpp"
-#include "call.hpp"
+#include "algo/allreduce.hpp"
+#include "base/dtype.hpp"
+#include "base/env.hpp"
+#include "base/wires.hpp"
+#include "core/call.hpp"
 
 namespace bagua {
 
@@ -92,7 +94,8 @@ struct CostParams {
   size_t segment_bytes = size_t(env_default_int("BAGUA_SEGMENT_BYTES"));
   // BAGUA_CODEC_BLOCK (the wires whose block it sets).
   size_t codec_block = size_t(env_default_int("BAGUA_CODEC_BLOCK"));
-  size_t ring_threshold_bytes = 0;  // BAGUA_RING_THRESHOLD, for decentralized `all`
+  // BAGUA_RING_THRESHOLD, for decentralized `all`.
+  size_t ring_threshold_bytes = size_t(env_default_int("BAGUA_RING_THRESHOLD"));
 
   int nodes() const { return (ranks + ranks_per_node - 1) / ranks_per_node; }
   // The link a flat algorithm's slowest step crosses.
@@ -178,8 +181,8 @@ size_t recommend(const std::vector<AlgorithmRow> &rows, const std::vector<double
 // bisected to 4 bytes); 0 when the ring always wins.
 size_t ring_crossover_bytes(const CostParams &p);
 
-// The policy's default BAGUA_RING_THRESHOLD: ring_crossover_bytes at the
-// defaults, rounded down to a power of two.
-size_t default_ring_threshold();
+// ring_crossover_bytes at default_cost_params, rounded down to a power of
+// two: what the default BAGUA_RING_THRESHOLD is (the settings table's).
+size_t ring_threshold_at_defaults();
 
 }  // namespace bagua
