@@ -6,7 +6,6 @@
 
 #include "../algo/decentralized.hpp"
 #include "../algo/reduce.hpp"
-#include "../mc/device.hpp"
 #include "run.hpp"
 
 namespace bagua {
@@ -51,22 +50,14 @@ AsyncAverager::AsyncAverager(void *buf, size_t count, DType t, int interval_ms,
 AsyncAverager::~AsyncAverager() {
   abort();
   tasks_.wait();
-  if (device_ == nullptr) return;
-  if (host_copy_ != nullptr) device_->release_host(host_copy_);
-  if (stream_ != nullptr) device_->destroy_stream(stream_);
+  staged_.release();
 }
 
-// The device buffer's staging: the active device, the averager's stream and
-// the page-locked copy of buf.
+// The device buffer's page-locked copy, from comm_'s staging.
 Status AsyncAverager::stage_on_device() {
-  BAGUA_TRY(require_active_device(&device_));
-  BAGUA_TRY(device_->create_stream(&stream_));
-  const size_t bytes = count_ * dtype_size(dtype_);
-  host_copy_ = device_->allocate_host(bytes);
-  if (host_copy_ == nullptr)
-    return fail(BAGUA_ERR_OUT_OF_MEMORY,
-                "could not allocate %zu bytes of page-locked staging memory", bytes);
-  return BAGUA_SUCCESS;
+  StagingPool *pool = nullptr;
+  BAGUA_TRY(comm_->staging(&pool));
+  return StagedCopy::take(*pool, count_ * dtype_size(dtype_), &staged_);
 }
 
 Status AsyncAverager::start() {
@@ -124,21 +115,22 @@ Status AsyncAverager::barrier() {
 
 // The weights where the host can read and write them, called with weights_
 // held: buf itself, or a device buffer's page-locked copy, filled from the
-// device on the thread's stream (complete on return).
+// device on its staging stream (complete on return).
 Status AsyncAverager::weights_on_host(void **out) {
-  if (device_ == nullptr) {
+  if (!staged_.held()) {
     *out = buf_;
     return BAGUA_SUCCESS;
   }
-  *out = host_copy_;
-  return copy_and_wait(*device_, host_copy_, buf_, count_ * dtype_size(dtype_), stream_);
+  *out = staged_.host();
+  BAGUA_TRY(staged_.copy_in(0, buf_, count_ * dtype_size(dtype_)));
+  return staged_.finish();
 }
 
 // A device buffer's page-locked copy back into it (complete on return),
 // called with weights_ held; host weights were updated in place.
 Status AsyncAverager::weights_write_back() {
-  if (device_ == nullptr) return BAGUA_SUCCESS;
-  return copy_and_wait(*device_, buf_, host_copy_, count_ * dtype_size(dtype_), stream_);
+  if (!staged_.held()) return BAGUA_SUCCESS;
+  return stage_out(staged_, buf_, count_ * dtype_size(dtype_));
 }
 
 // temp = (w, this rank's stop request as 0 or 1); reduced = average of temp

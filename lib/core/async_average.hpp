@@ -3,8 +3,9 @@
 // every interval while the caller keeps computing, sleeping on the engine in
 // between. It uses a private communicator state (its own duplicate and
 // transport), so its messages never match the caller's. A device buffer is
-// staged: each read and update goes through a page-locked copy, on a stream
-// of the averager's own.
+// staged: each read and update goes through a page-locked copy, a slot of
+// the private communicator's staging (lib/mc/staging_pool.hpp) held for the
+// averager's life.
 #pragma once
 
 #include <mpi.h>
@@ -17,12 +18,11 @@
 #include <vector>
 
 #include "../base/dtype.hpp"
+#include "../mc/staging_pool.hpp"
 #include "comm.hpp"
 #include "progress_engine.hpp"
 
 namespace bagua {
-
-class Device;
 
 class AsyncAverager {
  public:
@@ -69,11 +69,9 @@ class AsyncAverager {
   // Used by the task while it runs, by the caller while it does not.
   std::unique_ptr<Communicator> comm_;
   Bytes temp_, reduced_;
-  // A device buffer's staging, made at create (a round allocates nothing):
-  // its device, the averager's stream, and a page-locked copy of buf.
-  Device *device_ = nullptr;
-  void *stream_ = nullptr;
-  void *host_copy_ = nullptr;
+  // A device buffer's page-locked copy, taken at create (a round allocates
+  // nothing); given back before comm_ (its pool) goes.
+  StagedCopy staged_;
 
   std::mutex weights_;  // the caller's lock: held while buf is read or updated
   std::mutex control_;  // guards stop_requested_ and exited_

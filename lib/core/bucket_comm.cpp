@@ -60,11 +60,10 @@ BucketComm::~BucketComm() {
   if (device_ == nullptr) return;
   for (Tensor &t : tensors_)
     if (t.ready_event != nullptr) device_->destroy_event(t.ready_event);
-  if (copy_stream_ != nullptr) device_->destroy_stream(copy_stream_);
 }
 
 // One memory type per communicator; device tensors are packed (no flatten)
-// and get the device's copy stream.
+// into a staged copy for each call.
 Status BucketComm::check_memory(size_t count, Memory memory) {
   if (count == 0) return BAGUA_SUCCESS;  // no bytes to place
   if (memory_known_ && memory != memory_)
@@ -80,8 +79,7 @@ Status BucketComm::check_memory(size_t count, Memory memory) {
   memory_ = memory;
   memory_known_ = true;
   if (memory != Memory::cuda || device_ != nullptr) return BAGUA_SUCCESS;
-  BAGUA_TRY(require_active_device(&device_));
-  return device_->create_stream(&copy_stream_);
+  return require_active_device(&device_);
 }
 
 Status BucketComm::register_tensor(void *ptr, size_t count, DType t, Memory memory, int *id) {
@@ -154,14 +152,13 @@ void BucketComm::form_buckets(size_t cap) {
   for (Bucket &b : buckets_) b.unready = b.tensors.size();
 }
 
-// Buckets of several tensors get contiguous storage: with flattening the
-// tensors move there for good (their contents copied), otherwise it is the
-// buffer they are packed into for each call.
+// Host buckets of several tensors get contiguous storage: with flattening
+// the tensors move there for good (their contents copied), otherwise it is
+// the buffer they are packed into for each call. A single host tensor runs
+// where it is; device tensors are packed into a staged copy for each call.
 void BucketComm::lay_out_storage(void **addresses) {
   for (Bucket &b : buckets_) {
-    // A single host tensor runs where it is; device tensors always move
-    // through the host storage.
-    if (!config_.flatten && b.tensors.size() == 1 && memory_ == Memory::host) continue;
+    if (!config_.flatten && (b.tensors.size() == 1 || memory_ == Memory::cuda)) continue;
     b.storage.resize(b.count * dtype_size(b.dtype));
     if (!config_.flatten) continue;
     for (int id : b.tensors) {
@@ -398,42 +395,61 @@ void BucketComm::finish(Bucket &b, Status s) {
   changed_.notify_all();
 }
 
-bool BucketComm::runs_on_storage(const Bucket &b) const { return !b.storage.empty(); }
-
-// Copies the tensors into the bucket's packing buffer (not when flattened:
-// they already live there). Device tensors are copied on the copy stream,
-// each once its ready event completed.
-Status BucketComm::pack(Bucket &b) {
-  if (config_.flatten || !runs_on_storage(b)) return BAGUA_SUCCESS;
-  for (int id : b.tensors) {
-    const Tensor &t = tensors_[id];
-    void *place = b.storage.data() + t.offset * dtype_size(t.dtype);
-    const size_t bytes = t.count * dtype_size(t.dtype);
-    if (bytes == 0) continue;
-    if (device_ == nullptr) {
-      std::memcpy(place, t.ptr, bytes);
-      continue;
-    }
-    BAGUA_TRY(device_->wait_event(t.ready_event));
-    BAGUA_TRY(device_->copy(place, t.ptr, bytes, copy_stream_));
-  }
-  return device_ == nullptr ? BAGUA_SUCCESS : device_->synchronize(copy_stream_);
+bool BucketComm::packs(const Bucket &b) const {
+  return memory_ == Memory::cuda || (!config_.flatten && !b.storage.empty());
 }
 
-// The result back into the tensors; device copies are complete on return.
-Status BucketComm::unpack(Bucket &b) {
-  if (config_.flatten || !runs_on_storage(b)) return BAGUA_SUCCESS;
+// The byte offset of tensor t in its bucket.
+size_t BucketComm::offset_bytes(const Tensor &t) const { return t.offset * dtype_size(t.dtype); }
+
+// Copies the tensors to where the bucket's call runs, *data: the single
+// host tensor itself, the host storage (flattened: already there), or for
+// device tensors a staged copy, each tensor copied once its ready event
+// completed.
+Status BucketComm::pack(Bucket &b, StagedCopy &staged, void **data) {
+  if (memory_ == Memory::cuda) return pack_device(b, staged, data);
+  *data = b.storage.empty() ? tensors_[b.tensors.front()].ptr : b.storage.data();
+  if (!packs(b)) return BAGUA_SUCCESS;
   for (int id : b.tensors) {
     const Tensor &t = tensors_[id];
-    const void *place = b.storage.data() + t.offset * dtype_size(t.dtype);
+    if (t.count > 0)
+      std::memcpy(b.storage.data() + offset_bytes(t), t.ptr, t.count * dtype_size(t.dtype));
+  }
+  return BAGUA_SUCCESS;
+}
+
+Status BucketComm::pack_device(Bucket &b, StagedCopy &staged, void **data) {
+  StagingPool *pool = nullptr;
+  BAGUA_TRY(comm_->staging(&pool));
+  BAGUA_TRY(StagedCopy::take(*pool, b.count * dtype_size(b.dtype), &staged));
+  for (int id : b.tensors) {
+    const Tensor &t = tensors_[id];
+    if (t.count == 0) continue;
+    BAGUA_TRY(device_->wait_event(t.ready_event));
+    BAGUA_TRY(staged.copy_in(offset_bytes(t), t.ptr, t.count * dtype_size(t.dtype)));
+  }
+  BAGUA_TRY(staged.finish());
+  *data = staged.host();
+  return BAGUA_SUCCESS;
+}
+
+// The result back into the tensors; device copies are complete on return,
+// and the staged copy given back.
+Status BucketComm::unpack(Bucket &b, StagedCopy &staged) {
+  if (!packs(b)) return BAGUA_SUCCESS;
+  for (int id : b.tensors) {
+    const Tensor &t = tensors_[id];
     const size_t bytes = t.count * dtype_size(t.dtype);
     if (bytes == 0) continue;
-    if (device_ == nullptr)
-      std::memcpy(t.ptr, place, bytes);
+    if (staged.held())
+      BAGUA_TRY(staged.copy_out(t.ptr, offset_bytes(t), bytes));
     else
-      BAGUA_TRY(device_->copy(t.ptr, place, bytes, copy_stream_));
+      std::memcpy(t.ptr, b.storage.data() + offset_bytes(t), bytes);
   }
-  return device_ == nullptr ? BAGUA_SUCCESS : device_->synchronize(copy_stream_);
+  if (!staged.held()) return BAGUA_SUCCESS;
+  BAGUA_TRY(staged.finish());
+  staged.release();
+  return BAGUA_SUCCESS;
 }
 
 // Pack, run the bucket's algorithm, unpack; each step on the timeline.
@@ -441,10 +457,10 @@ Status BucketComm::execute(Bucket &b, TimelineTrack track) {
   Timeline &timeline = Timeline::get();
   const uint64_t round = b.round;
   auto begin = TimelineClock::now();
-  BAGUA_TRY(pack(b));
-  if (runs_on_storage(b) && !config_.flatten)
-    timeline.span(track, "pack", round, begin, TimelineClock::now());
-  void *data = runs_on_storage(b) ? b.storage.data() : tensors_[b.tensors.front()].ptr;
+  StagedCopy staged;
+  void *data = nullptr;
+  BAGUA_TRY(pack(b, staged, &data));
+  if (packs(b)) timeline.span(track, "pack", round, begin, TimelineClock::now());
   // Each bucket has a tag slot of its own: buckets run concurrently.
   AlgoContext ctx = comm_->call_in_slot(static_cast<uint64_t>(track.bucket), b.scratch);
   const Call call{Family::bucket, b.choice.wire, data,         data,    b.count,
@@ -456,9 +472,8 @@ Status BucketComm::execute(Bucket &b, TimelineTrack track) {
   timeline.span(track, collective_name(b.choice.wire).c_str(), round, begin, TimelineClock::now());
   if (s != BAGUA_SUCCESS) return s;
   begin = TimelineClock::now();
-  BAGUA_TRY(unpack(b));
-  if (runs_on_storage(b) && !config_.flatten)
-    timeline.span(track, "unpack", round, begin, TimelineClock::now());
+  BAGUA_TRY(unpack(b, staged));
+  if (packs(b)) timeline.span(track, "unpack", round, begin, TimelineClock::now());
   return BAGUA_SUCCESS;
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../mc/device.hpp"
+#include "../mc/staging_pool.hpp"
 #include "bucket_tuner.hpp"
 #include "call.hpp"
 #include "comm.hpp"
@@ -52,8 +53,8 @@ class BucketComm {
   BucketComm &operator=(const BucketComm &) = delete;
 
   // `memory`: where ptr lives. A communicator's tensors share one memory
-  // type; CUDA device tensors need flatten off (they are packed into host
-  // storage for each call, after the event mark_ready records).
+  // type; CUDA device tensors need flatten off (they are packed into a
+  // staged copy for each call, after the event mark_ready records).
   Status register_tensor(void *ptr, size_t count, DType t, Memory memory, int *id);
   // Collective: forms the buckets and checks that every rank formed the same.
   Status finalize_registration(void **addresses, int *num_buckets);
@@ -79,7 +80,7 @@ class BucketComm {
     DType dtype = DType::f32;
     size_t count = 0;
     std::vector<int> tensors;
-    Bytes storage;  // flattened tensors, or the packing buffer
+    Bytes storage;  // host tensors: flattened tensors, or the packing buffer
     Bytes scratch;
     BucketAlgorithmChoice choice;
     Schedule schedule = Schedule::ring;
@@ -111,9 +112,12 @@ class BucketComm {
   void finish(Bucket &b, Status s);
   Status execute(Bucket &b, TimelineTrack track);
   Status check_memory(size_t count, Memory memory);
-  Status pack(Bucket &b);
-  Status unpack(Bucket &b);
-  bool runs_on_storage(const Bucket &b) const;
+  // Whether the bucket's tensors are copied in and out for each call.
+  bool packs(const Bucket &b) const;
+  size_t offset_bytes(const Tensor &t) const;
+  Status pack(Bucket &b, StagedCopy &staged, void **data);
+  Status pack_device(Bucket &b, StagedCopy &staged, void **data);
+  Status unpack(Bucket &b, StagedCopy &staged);
   Status wait_locked(std::unique_lock<std::mutex> &lock, int bucket,
                      TimelineClock::time_point deadline);
   Status consume(Bucket &b, int bucket);
@@ -125,8 +129,7 @@ class BucketComm {
   const BucketConfig config_;
   Memory memory_ = Memory::host;  // of every tensor with elements
   bool memory_known_ = false;     // a tensor with elements was registered
-  Device *device_ = nullptr;      // device tensors: their device and the
-  void *copy_stream_ = nullptr;   // stream of the packing copies
+  Device *device_ = nullptr;      // device tensors: their ready events' device
   const int timeline_id_;
   std::vector<Tensor> tensors_;
   std::map<uintptr_t, int> by_address_;  // start address -> tensor, for overlap checks

@@ -6,6 +6,7 @@
 #include "../base/env.hpp"
 #include "../base/live_objects.hpp"
 #include "../mc/device_scratch.hpp"
+#include "../mc/staging_pool.hpp"
 #include "../transport/locked_transport.hpp"
 #include "../transport/mpi_bounded.hpp"
 #include "../transport/mpi_transport.hpp"
@@ -322,6 +323,17 @@ Status Communicator::device_scratch(DeviceScratch **out) {
     device_scratch_ = std::make_unique<DeviceScratch>(*device);
   }
   *out = device_scratch_.get();
+  return BAGUA_SUCCESS;
+}
+
+Status Communicator::staging(StagingPool **out) {
+  std::lock_guard lock(staging_mutex_);
+  if (!staging_) {
+    Device *device = nullptr;
+    BAGUA_TRY(require_active_device(&device));
+    staging_ = std::make_unique<StagingPool>(*device);
+  }
+  *out = staging_.get();
   return BAGUA_SUCCESS;
 }
 

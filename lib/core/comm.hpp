@@ -27,6 +27,7 @@
 namespace bagua {
 
 class DeviceScratch;
+class StagingPool;
 class Hierarchy;
 class ProgressEngine;
 
@@ -126,6 +127,10 @@ class Communicator {
   // calls, created on the first one (on the active device); fails when no
   // device is active.
   Status device_scratch(DeviceScratch **out);
+  // The page-locked staging of this communicator's device buffers for the
+  // schedules that run on host memory (lib/mc/staging_pool.hpp), created on
+  // first use (on the active device). Thread-safe.
+  Status staging(StagingPool **out);
 
   // Node and node-leader sub-communicators of hierarchical mode, created
   // (collectively) on the first call that needs them.
@@ -184,6 +189,8 @@ class Communicator {
   FailureState failure_;
   std::atomic<bool> in_use_{false};
   std::unique_ptr<DeviceScratch> device_scratch_;
+  std::mutex staging_mutex_;  // guards staging_
+  std::unique_ptr<StagingPool> staging_;
   std::unique_ptr<Hierarchy> hierarchy_;
   std::mutex engine_mutex_;  // guards engine_
   std::shared_ptr<ProgressEngine> engine_;

@@ -101,38 +101,32 @@ Status NonblockingComm::check_usable() {
   return BAGUA_SUCCESS;
 }
 
-Status NonblockingComm::take_staging(const Call &call, StagingPool::Slot **slot) {
-  if (!staging_) {
-    Device *device = nullptr;
-    BAGUA_TRY(require_active_device(&device));
-    staging_ = std::make_unique<StagingPool>(*device);
-  }
-  BAGUA_TRY(staging_->take(call.count * dtype_size(call.dtype), slot));
-  const Status s = staging_->device().record_event((*slot)->event, cuda_stream_of(call.comm));
-  if (s != BAGUA_SUCCESS) staging_->give_back(*slot);
-  return s;
+Status NonblockingComm::take_staging(const Call &call, StagedCopy *staged) {
+  StagingPool *pool = nullptr;
+  BAGUA_TRY(comm_->staging(&pool));
+  BAGUA_TRY(StagedCopy::take(*pool, call.count * dtype_size(call.dtype), staged));
+  return staged->mark_ready(cuda_stream_of(call.comm));
 }
 
 Status NonblockingComm::run_staged(AlgoContext &ctx, const Call &call, Schedule schedule,
-                                   StagingPool::Slot &slot) {
-  Device &device = staging_->device();
+                                   StagedCopy &staged) {
   const size_t bytes = call.count * dtype_size(call.dtype);
-  BAGUA_TRY(device.wait_event(slot.event));
-  BAGUA_TRY(copy_and_wait(device, slot.host, call.src, bytes, slot.stream));
-  BAGUA_TRY(
-      comm_->record(run_flat(ctx, staged_on_host(call, slot.host), schedule, comm_->options())));
-  return copy_and_wait(device, call.dst, slot.host, bytes, slot.stream);
+  BAGUA_TRY(staged.copy_in(0, call.src, bytes));
+  BAGUA_TRY(staged.finish());
+  BAGUA_TRY(comm_->record(
+      run_flat(ctx, staged_on_host(call, staged.host()), schedule, comm_->options())));
+  return stage_out(staged, call.dst, bytes);
 }
 
 Status NonblockingComm::run(const Call &call, Schedule schedule, uint64_t tag_slot,
-                            StagingPool::Slot *staged) {
+                            StagedCopy &staged) {
   Bytes scratch;
   AlgoContext ctx = comm_->call_in_slot(tag_slot, scratch);
   Status s = BAGUA_ERR_INTERNAL;
   try {
     clear_last_error();
-    if (staged != nullptr)
-      s = run_staged(ctx, call, schedule, *staged);
+    if (staged.held())
+      s = run_staged(ctx, call, schedule, staged);
     else
       s = with_aligned_buffers(call, [&](const Call &aligned_call) {
         return comm_->record(run_flat(ctx, aligned_call, schedule, comm_->options()));
@@ -140,7 +134,7 @@ Status NonblockingComm::run(const Call &call, Schedule schedule, uint64_t tag_sl
   } catch (const std::bad_alloc &) {
     s = fail(BAGUA_ERR_OUT_OF_MEMORY, "allocation failed in a nonblocking call");
   }
-  if (staged != nullptr) staging_->give_back(staged);
+  staged.release();
   return s;
 }
 
@@ -154,14 +148,16 @@ Status NonblockingComm::start(const Call &call, Completion done, MPI_Request *re
   // same calls of ranks that did not refuse (those time out on this one).
   const uint64_t tag_slot = next_slot_++;
   BAGUA_TRY(check_usable());
-  StagingPool::Slot *slot = nullptr;
-  if (call.memory == Memory::cuda && call.count > 0) BAGUA_TRY(take_staging(call, &slot));
+  // Shared with the task's body (a copyable function); the body gives the
+  // slot back before the task ends, while the pool surely lives.
+  auto staged = std::make_shared<StagedCopy>();
+  if (call.memory == Memory::cuda && call.count > 0) BAGUA_TRY(take_staging(call, staged.get()));
   auto outcome = std::make_unique<Outcome>(Outcome{BAGUA_SUCCESS, {}, unwaited_});
   // The task touches the outcome only before completing the request (MPI
   // may free the outcome right after); without a request it frees it.
   ProgressEngine::Task task;
-  const auto body = [this, call, schedule, tag_slot, slot, done, out = outcome.get()] {
-    out->result = run(call, schedule, tag_slot, slot);
+  const auto body = [this, call, schedule, tag_slot, staged, done, out = outcome.get()] {
+    out->result = run(call, schedule, tag_slot, *staged);
     if (call.feedback != nullptr) call.feedback->release();
     if (out->result != BAGUA_SUCCESS) out->message = last_error_message();
     if (done.fn != nullptr) done.fn(done.arg, out->result, out->message.c_str());
@@ -177,10 +173,7 @@ Status NonblockingComm::start(const Call &call, Completion done, MPI_Request *re
       MPI_Grequest_start(&query_outcome, &free_outcome, &cancel_nothing, outcome.get(),
                          &outcome->request) != MPI_SUCCESS)
     s = fail(BAGUA_ERR_TRANSPORT, "MPI_Grequest_start failed");
-  if (s != BAGUA_SUCCESS) {
-    if (slot != nullptr) staging_->give_back(slot);
-    return s;
-  }
+  if (s != BAGUA_SUCCESS) return s;
   Outcome *started = outcome.release();
   if (request != nullptr) *request = started->request;
   unwaited_->fetch_add(1);

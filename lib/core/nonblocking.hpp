@@ -49,15 +49,16 @@ class NonblockingComm final : public CommExtension {
   static Status create(MPI_Comm user_comm, std::shared_ptr<ProgressEngine> engine,
                        std::unique_ptr<NonblockingComm> *out);
   Status check_usable();
-  // A staging slot for a device call, its event recorded on the user's stream.
-  Status take_staging(const Call &call, StagingPool::Slot **slot);
-  // The task of a call: its collective, staged through `staged` when not null.
-  Status run(const Call &call, Schedule schedule, uint64_t tag_slot, StagingPool::Slot *staged);
-  Status run_staged(AlgoContext &ctx, const Call &call, Schedule schedule, StagingPool::Slot &slot);
+  // A staged copy for a device call, ready once the user's stream reaches
+  // the call.
+  Status take_staging(const Call &call, StagedCopy *staged);
+  // The task of a call: its collective, staged through `staged` when it
+  // holds a slot.
+  Status run(const Call &call, Schedule schedule, uint64_t tag_slot, StagedCopy &staged);
+  Status run_staged(AlgoContext &ctx, const Call &call, Schedule schedule, StagedCopy &staged);
 
-  std::unique_ptr<Communicator> comm_;    // used by the tasks; outlives them
-  std::unique_ptr<StagingPool> staging_;  // device calls; outlives the tasks
-  std::mutex mutex_;                      // guards next_slot_
+  std::unique_ptr<Communicator> comm_;  // used by the tasks; outlives them
+  std::mutex mutex_;                    // guards next_slot_
   uint64_t next_slot_ = 0;
   // Calls started and not yet waited for (their requests not yet freed).
   std::shared_ptr<std::atomic<int>> unwaited_ = std::make_shared<std::atomic<int>>(0);

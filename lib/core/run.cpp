@@ -9,6 +9,7 @@
 #include "../algo/subgroup.hpp"
 #include "../mc/cuda_stream.hpp"
 #include "../mc/device_codecs.hpp"
+#include "../mc/staging_pool.hpp"
 #include "comm.hpp"
 #include "hierarchy.hpp"
 #include "support.hpp"
@@ -95,27 +96,13 @@ Status mismatch(const Call &call, const char *who) {
               dtype_name(call.dtype), op_name(call.op));
 }
 
-// The user's device buffer copied into c's page-locked scratch: *host is
-// the call in place on the copy, in host memory.
-Status stage_to_host(Communicator &c, const Call &call, Call *host) {
-  DeviceScratch *scratch = nullptr;
-  BAGUA_TRY(c.device_scratch(&scratch));
-  const size_t bytes = call.count * dtype_size(call.dtype);
-  void *copy = scratch->on_host(ScratchUse::staged, bytes);
-  if (copy == nullptr)
-    return fail(BAGUA_ERR_OUT_OF_MEMORY,
-                "could not allocate %zu bytes of page-locked staging memory", bytes);
-  BAGUA_TRY(copy_and_wait(scratch->device(), copy, call.src, bytes, cuda_stream_of(call.comm)));
-  *host = staged_on_host(call, copy);
-  return BAGUA_SUCCESS;
-}
-
-// The staged call's result back into the user's device buffer.
-Status unstage(Communicator &c, const Call &call, const Call &host) {
-  DeviceScratch *scratch = nullptr;
-  BAGUA_TRY(c.device_scratch(&scratch));
-  return copy_and_wait(scratch->device(), call.dst, host.dst, call.count * dtype_size(call.dtype),
-                       cuda_stream_of(call.comm));
+// The user's device buffer copied into a slot of c's staging, read after
+// the work queued on the call's stream.
+Status stage_to_host(Communicator &c, const Call &call, StagedCopy *staged) {
+  StagingPool *pool = nullptr;
+  BAGUA_TRY(c.staging(&pool));
+  return stage_in(*pool, call.src, call.count * dtype_size(call.dtype), cuda_stream_of(call.comm),
+                  staged);
 }
 
 // What a call that runs on the device needs from c: its device scratch,
@@ -138,9 +125,10 @@ Status prepare_device_call(Communicator &c, Call *call) {
 // - aligned device buffers of a call with a device schedule (runs_on_device)
 //   as they are, with c's device scratch (and a sign state's device
 //   residuals) for the device codec;
-// - other device buffers staged through c's page-locked scratch: copied to
-//   the host on the call's stream, run there in place, copied back. The call
-//   returns with the result in recvbuf and the stream synchronized.
+// - other device buffers staged through c's page-locked staging (the one
+//   that every host schedule's device buffers take): copied to the host once
+//   the call's stream reached the call, run there in place, copied back. The
+//   call returns with the result in recvbuf.
 template <class Body>
 Status with_runnable_buffers(Communicator &c, const Call &call, Body &&body) {
   if (call.memory != Memory::cuda || call.count == 0) return with_aligned_buffers(call, body);
@@ -150,10 +138,10 @@ Status with_runnable_buffers(Communicator &c, const Call &call, Body &&body) {
     BAGUA_TRY(prepare_device_call(c, &on_device));
     return body(on_device);
   }
-  Call host;
-  BAGUA_TRY(c.record(stage_to_host(c, call, &host)));
-  BAGUA_TRY(body(host));
-  return c.record(unstage(c, call, host));
+  StagedCopy staged;
+  BAGUA_TRY(c.record(stage_to_host(c, call, &staged)));
+  BAGUA_TRY(body(staged_on_host(call, staged.host())));
+  return c.record(stage_out(staged, call.dst, bytes));
 }
 
 }  // namespace

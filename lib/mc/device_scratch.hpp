@@ -13,11 +13,12 @@
 namespace bagua {
 
 // What each buffer holds: a received encoded segment (decoded on the
-// device), the pieces of a call's encodes, its float32 accumulator, a half-precision input
-// converted to float32 (sign), a decoder's verdict word, and a staged copy of the user's buffer for
-// the schedules that run on host memory.
-enum class ScratchUse : uint8_t { encoded, queued, accumulator, converted, verdict, staged };
-constexpr size_t kScratchUses = 6;
+// device), the pieces of a call's encodes, its float32 accumulator, a
+// half-precision input converted to float32 (sign) and a decoder's verdict
+// word. (Staged copies of user buffers live in the communicator's
+// StagingPool.)
+enum class ScratchUse : uint8_t { encoded, queued, accumulator, converted, verdict };
+constexpr size_t kScratchUses = 5;
 
 class DeviceScratch {
  public:

@@ -57,4 +57,51 @@ void StagingPool::give_back(Slot *slot) {
   free_.push_back(slot);
 }
 
+Status StagedCopy::take(StagingPool &pool, size_t bytes, StagedCopy *out) {
+  out->release();
+  BAGUA_TRY(pool.take(bytes, &out->slot_));
+  out->pool_ = &pool;
+  return BAGUA_SUCCESS;
+}
+
+void StagedCopy::release() {
+  if (slot_ != nullptr) pool_->give_back(slot_);
+  slot_ = nullptr;
+  ready_pending_ = false;
+}
+
+Status StagedCopy::mark_ready(void *stream) {
+  BAGUA_TRY(device().record_event(slot_->event, stream));
+  ready_pending_ = true;
+  return BAGUA_SUCCESS;
+}
+
+Status StagedCopy::copy_in(size_t offset, const void *src, size_t bytes) {
+  if (ready_pending_) {
+    BAGUA_TRY(device().wait_event(slot_->event));
+    ready_pending_ = false;
+  }
+  return device().copy(static_cast<unsigned char *>(slot_->host) + offset, src, bytes,
+                       slot_->stream);
+}
+
+Status StagedCopy::copy_out(void *dst, size_t offset, size_t bytes) {
+  return device().copy(dst, static_cast<const unsigned char *>(slot_->host) + offset, bytes,
+                       slot_->stream);
+}
+
+Status StagedCopy::finish() { return device().synchronize(slot_->stream); }
+
+Status stage_in(StagingPool &pool, const void *src, size_t bytes, void *stream, StagedCopy *out) {
+  BAGUA_TRY(StagedCopy::take(pool, bytes, out));
+  BAGUA_TRY(out->mark_ready(stream));
+  BAGUA_TRY(out->copy_in(0, src, bytes));
+  return out->finish();
+}
+
+Status stage_out(StagedCopy &staged, void *dst, size_t bytes) {
+  BAGUA_TRY(staged.copy_out(dst, 0, bytes));
+  return staged.finish();
+}
+
 }  // namespace bagua
