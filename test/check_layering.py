@@ -16,7 +16,7 @@ ALLOWED = {
     "base": {"kernels", "public"},
     "transport": {"base", "kernels", "public"},
     "algo": {"transport", "base", "kernels", "public"},
-    "mc": {"algo", "transport", "base", "kernels", "public"},
+    "mc": {"base", "kernels", "public"},
     "core": {"mc", "algo", "transport", "base", "kernels", "public"},
     "api": {"core", "base", "kernels", "public"},
     "pmpi": {"public"},

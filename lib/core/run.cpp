@@ -8,9 +8,9 @@
 #include "../algo/request_set.hpp"
 #include "../algo/subgroup.hpp"
 #include "../mc/cuda_stream.hpp"
-#include "../mc/device_codecs.hpp"
 #include "../mc/staging_pool.hpp"
 #include "comm.hpp"
+#include "device_codecs.hpp"
 #include "hierarchy.hpp"
 #include "support.hpp"
 

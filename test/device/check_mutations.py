@@ -11,45 +11,57 @@ import os
 import subprocess
 import sys
 M = [
- ("staging read without synchronize", "lib/core/run.cpp",
-  """  BAGUA_TRY(copy_and_wait(scratch->device(), copy, call.src, bytes, cuda_stream_of(call.comm)));""",
-  """  BAGUA_TRY(scratch->device().copy(copy, call.src, bytes, cuda_stream_of(call.comm)));"""),
- ("unstage without synchronize", "lib/core/run.cpp",
-  """  return copy_and_wait(scratch->device(), call.dst, host.dst, call.count * dtype_size(call.dtype),""",
-  """  return scratch->device().copy(call.dst, host.dst, call.count * dtype_size(call.dtype),"""),
- ("the device codec's encodes copied out without synchronize", "lib/mc/device_codecs.cpp",
+ ("staged input read before its copy finished", "lib/mc/staging_pool.cpp",
+  """  BAGUA_TRY(out->copy_in(0, src, bytes));
+  return out->finish();""",
+  """  return out->copy_in(0, src, bytes);"""),
+ ("stage_out without synchronize", "lib/mc/staging_pool.cpp",
+  """  BAGUA_TRY(staged.copy_out(dst, 0, bytes));
+  return staged.finish();""",
+  """  return staged.copy_out(dst, 0, bytes);"""),
+ ("staged copy without waiting for the ready event", "lib/mc/staging_pool.cpp",
+  """  if (ready_pending_) {""", """  if (false) {"""),
+ ("staging allocating on every call", "lib/mc/staging_pool.cpp",
+  """  if (slot->bytes < bytes) {""", """  if (true) {"""),
+ ("the device codec's encodes copied out without synchronize", "lib/core/device_codecs.cpp",
   """    const Status s = device_.synchronize(stream_);
     for (const Queued""","""    const Status s = BAGUA_SUCCESS;
     for (const Queued"""),
  ("bucket mark_ready without its event", "lib/core/bucket_comm.cpp",
-  """  if (t.ready_event != nullptr)
-""","""  if (t.ready_event != nullptr && false)
-"""),
+  """  if (t.ready_event != nullptr) BAGUA_TRY(device_->record_event(""",
+  """  if (false) BAGUA_TRY(device_->record_event("""),
+ ("bucket pack without waiting for a tensor's event", "lib/core/bucket_comm.cpp",
+  """    BAGUA_TRY(device_->wait_event(t.ready_event));
+""", ""),
+ ("bucket pack without synchronize", "lib/core/bucket_comm.cpp",
+  """  BAGUA_TRY(staged.finish());
+  *data = staged.host();""", """  *data = staged.host();"""),
  ("bucket unpack without synchronize", "lib/core/bucket_comm.cpp",
-  """      BAGUA_TRY(device_->copy(t.ptr, place, bytes, copy_stream_));
-  }
-  return device_ == nullptr ? BAGUA_SUCCESS : device_->synchronize(copy_stream_);""","""      BAGUA_TRY(device_->copy(t.ptr, place, bytes, copy_stream_));
-  }
-  return BAGUA_SUCCESS;"""),
- ("nonblocking copy-back without synchronize", "lib/core/nonblocking.cpp",
-  """  return copy_and_wait(device, call.dst, slot.host, bytes, slot.stream);""",
-  """  return device.copy(call.dst, slot.host, bytes, slot.stream);"""),
+  """  BAGUA_TRY(staged.finish());
+  staged.release();""", """  staged.release();"""),
+ ("nonblocking copy-in without synchronize", "lib/core/nonblocking.cpp",
+  """  BAGUA_TRY(staged.finish());
+""", ""),
+ ("nonblocking without the start event", "lib/core/nonblocking.cpp",
+  """  return staged->mark_ready(cuda_stream_of(call.comm));""", """  return BAGUA_SUCCESS;"""),
  ("copy_and_wait without waiting", "lib/mc/memory.cpp",
   """  BAGUA_TRY(device.copy(dst, src, bytes, stream));
   return device.synchronize(stream);""",
   """  return device.copy(dst, src, bytes, stream);"""),
- ("nonblocking without the start event", "lib/core/nonblocking.cpp",
-  """  const Status s = staging_->device().record_event((*slot)->event, cuda_stream_of(call.comm));""","""  const Status s = BAGUA_SUCCESS;"""),
- ("sign encoder without residuals", "test/device/emulated_device.cpp",
-  """sign_encode_with_feedback(static_cast<const float *>(in), residual, count,""","""sign_encode_with_feedback(static_cast<const float *>(in), nullptr, count,"""),
+ ("device encoders without residuals (sign)", "test/device/emulated_device.cpp",
+  """  params.residual = host_view(params.residual);
+  launch(stream, [=]() { return k->encode(""",
+  """  params.residual = nullptr;
+  launch(stream, [=]() { return k->encode("""),
  ("exact ring on device memory", "lib/core/select.cpp",
-  """  return best_row(score_table(settings, family), wire, bytes, Memory::cuda) != nullptr;""","""  return wire == Wire::exact || best_row(score_table(settings, family), wire, bytes, Memory::cuda) != nullptr;"""),
+  """  return best_row(family, wire, bytes, Memory::cuda) != nullptr;""","""  return wire == Wire::exact || best_row(family, wire, bytes, Memory::cuda) != nullptr;"""),
  ("async averaging's copy in without waiting", "lib/core/async_average.cpp",
-  """  return copy_and_wait(*device_, host_copy_, buf_, count_ * dtype_size(dtype_), stream_);""",
-  """  return device_->copy(host_copy_, buf_, count_ * dtype_size(dtype_), stream_);"""),
+  """  BAGUA_TRY(staged_.copy_in(0, buf_, count_ * dtype_size(dtype_)));
+  return staged_.finish();""",
+  """  return staged_.copy_in(0, buf_, count_ * dtype_size(dtype_));"""),
  ("async averaging's copy back without waiting", "lib/core/async_average.cpp",
-  """  return copy_and_wait(*device_, buf_, host_copy_, count_ * dtype_size(dtype_), stream_);""",
-  """  return device_->copy(buf_, host_copy_, count_ * dtype_size(dtype_), stream_);"""),
+  """  return stage_out(staged_, buf_, count_ * dtype_size(dtype_));""",
+  """  return staged_.copy_out(buf_, 0, count_ * dtype_size(dtype_));"""),
  ("async averaging's failed copy not recorded", "lib/core/async_average.cpp",
   """    const Status s = comm_->record_stop(average_once(&stop));""",
   """    const Status s = average_once(&stop);"""),

@@ -494,6 +494,38 @@ void async_average(MPI_Comm comm) {
   }
 }
 
+// Staged calls read their input once the communicator's stream reached the
+// call: an input written on that stream and not yet synchronized is what a
+// blocking or a nonblocking exact allreduce reduces.
+void after_stream_work(MPI_Comm comm) {
+  void *stream = nullptr;
+  expect_ok(device->create_stream(&stream), "a stream for the communicator");
+  expect(bagua_set_cuda_stream(comm, stream) == BAGUA_SUCCESS, "set stream");
+  const int count = 70001;
+  const std::vector<unsigned char> in = input(MPI_FLOAT, count);
+  std::vector<unsigned char> expected = in;
+  expect_ok(bagua_allreduce(MPI_IN_PLACE, expected.data(), count, MPI_FLOAT, MPI_SUM, comm),
+            "allreduce on the host");
+  for (bool nonblocking : {false, true}) {
+    DeviceBuffer d(in.size());
+    // Queued on the communicator's stream, not waited for.
+    expect_ok(device->copy(d.get(), in.data(), in.size(), stream), "queue the input");
+    if (nonblocking) {
+      MPI_Request r = MPI_REQUEST_NULL;
+      expect_ok(bagua_iallreduce(MPI_IN_PLACE, d.get(), count, MPI_FLOAT, MPI_SUM, comm, &r),
+                "iallreduce after stream work");
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    } else {
+      expect_ok(bagua_allreduce(MPI_IN_PLACE, d.get(), count, MPI_FLOAT, MPI_SUM, comm),
+                "allreduce after stream work");
+    }
+    expect(d.read() == expected, std::string(nonblocking ? "iallreduce" : "allreduce") +
+                                     " did not wait for the input queued on its stream");
+  }
+  bagua_set_cuda_stream(comm, nullptr);
+  device->destroy_stream(stream);
+}
+
 #ifdef BAGUA_TEST_ON_CUDA
 // The calls on a stream of the caller's: the device codec's kernels and the
 // staging copies run on it.
@@ -589,6 +621,7 @@ int main(int argc, char **argv) {
   async_average(MPI_COMM_WORLD);
   async_average_copy_failure(MPI_COMM_WORLD);
   async_average_bad_input(MPI_COMM_WORLD);
+  after_stream_work(MPI_COMM_WORLD);
 #ifdef BAGUA_TEST_ON_CUDA
   on_a_stream(MPI_COMM_WORLD);
 #endif

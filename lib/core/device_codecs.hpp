@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "../algo/compressed.hpp"
-#include "device_scratch.hpp"
+#include "../mc/device_scratch.hpp"
 
 namespace bagua {
 
