@@ -496,11 +496,17 @@ void async_average(MPI_Comm comm) {
 
 // Staged calls read their input once the communicator's stream reached the
 // call: an input written on that stream and not yet synchronized is what a
-// blocking or a nonblocking exact allreduce reduces.
+// blocking or a nonblocking exact allreduce reduces. A build without CUDA
+// sets no stream (BAGUA_ERR_NOT_AVAILABLE): nothing to check there.
 void after_stream_work(MPI_Comm comm) {
   void *stream = nullptr;
   expect_ok(device->create_stream(&stream), "a stream for the communicator");
-  expect(bagua_set_cuda_stream(comm, stream) == BAGUA_SUCCESS, "set stream");
+  const int set = bagua_set_cuda_stream(comm, stream);
+  if (set == BAGUA_ERR_NOT_AVAILABLE) {
+    device->destroy_stream(stream);
+    return;
+  }
+  expect_ok(set, "set stream");
   const int count = 70001;
   const std::vector<unsigned char> in = input(MPI_FLOAT, count);
   std::vector<unsigned char> expected = in;
