@@ -122,8 +122,7 @@ Status AsyncAverager::weights_on_host(void **out) {
     return BAGUA_SUCCESS;
   }
   *out = staged_.host();
-  BAGUA_TRY(staged_.copy_in(0, buf_, count_ * dtype_size(dtype_)));
-  return staged_.finish();
+  return staged_.fill(buf_, count_ * dtype_size(dtype_));
 }
 
 // A device buffer's page-locked copy back into it (complete on return),

@@ -111,22 +111,21 @@ Status NonblockingComm::take_staging(const Call &call, StagedCopy *staged) {
 Status NonblockingComm::run_staged(AlgoContext &ctx, const Call &call, Schedule schedule,
                                    StagedCopy &staged) {
   const size_t bytes = call.count * dtype_size(call.dtype);
-  BAGUA_TRY(staged.copy_in(0, call.src, bytes));
-  BAGUA_TRY(staged.finish());
+  BAGUA_TRY(staged.fill(call.src, bytes));
   BAGUA_TRY(comm_->record(
       run_flat(ctx, staged_on_host(call, staged.host()), schedule, comm_->options())));
   return stage_out(staged, call.dst, bytes);
 }
 
 Status NonblockingComm::run(const Call &call, Schedule schedule, uint64_t tag_slot,
-                            StagedCopy &staged) {
+                            StagedCopy *staged) {
   Bytes scratch;
   AlgoContext ctx = comm_->call_in_slot(tag_slot, scratch);
   Status s = BAGUA_ERR_INTERNAL;
   try {
     clear_last_error();
-    if (staged.held())
-      s = run_staged(ctx, call, schedule, staged);
+    if (staged != nullptr)
+      s = run_staged(ctx, call, schedule, *staged);
     else
       s = with_aligned_buffers(call, [&](const Call &aligned_call) {
         return comm_->record(run_flat(ctx, aligned_call, schedule, comm_->options()));
@@ -134,7 +133,7 @@ Status NonblockingComm::run(const Call &call, Schedule schedule, uint64_t tag_sl
   } catch (const std::bad_alloc &) {
     s = fail(BAGUA_ERR_OUT_OF_MEMORY, "allocation failed in a nonblocking call");
   }
-  staged.release();
+  if (staged != nullptr) staged->release();
   return s;
 }
 
@@ -148,16 +147,20 @@ Status NonblockingComm::start(const Call &call, Completion done, MPI_Request *re
   // same calls of ranks that did not refuse (those time out on this one).
   const uint64_t tag_slot = next_slot_++;
   BAGUA_TRY(check_usable());
-  // Shared with the task's body (a copyable function); the body gives the
-  // slot back before the task ends, while the pool surely lives.
-  auto staged = std::make_shared<StagedCopy>();
-  if (call.memory == Memory::cuda && call.count > 0) BAGUA_TRY(take_staging(call, staged.get()));
+  // A device call's staged copy, shared with the task's body (a copyable
+  // function); the body gives the slot back before the task ends, while the
+  // pool surely lives. Host calls have none.
+  std::shared_ptr<StagedCopy> staged;
+  if (call.memory == Memory::cuda && call.count > 0) {
+    staged = std::make_shared<StagedCopy>();
+    BAGUA_TRY(take_staging(call, staged.get()));
+  }
   auto outcome = std::make_unique<Outcome>(Outcome{BAGUA_SUCCESS, {}, unwaited_});
   // The task touches the outcome only before completing the request (MPI
   // may free the outcome right after); without a request it frees it.
   ProgressEngine::Task task;
   const auto body = [this, call, schedule, tag_slot, staged, done, out = outcome.get()] {
-    out->result = run(call, schedule, tag_slot, *staged);
+    out->result = run(call, schedule, tag_slot, staged.get());
     if (call.feedback != nullptr) call.feedback->release();
     if (out->result != BAGUA_SUCCESS) out->message = last_error_message();
     if (done.fn != nullptr) done.fn(done.arg, out->result, out->message.c_str());

@@ -52,9 +52,9 @@ class NonblockingComm final : public CommExtension {
   // A staged copy for a device call, ready once the user's stream reaches
   // the call.
   Status take_staging(const Call &call, StagedCopy *staged);
-  // The task of a call: its collective, staged through `staged` when it
-  // holds a slot.
-  Status run(const Call &call, Schedule schedule, uint64_t tag_slot, StagedCopy &staged);
+  // The task of a call: its collective, staged through `staged` when not
+  // null.
+  Status run(const Call &call, Schedule schedule, uint64_t tag_slot, StagedCopy *staged);
   Status run_staged(AlgoContext &ctx, const Call &call, Schedule schedule, StagedCopy &staged);
 
   std::unique_ptr<Communicator> comm_;  // used by the tasks; outlives them

@@ -92,11 +92,15 @@ Status StagedCopy::copy_out(void *dst, size_t offset, size_t bytes) {
 
 Status StagedCopy::finish() { return device().synchronize(slot_->stream); }
 
+Status StagedCopy::fill(const void *src, size_t bytes) {
+  BAGUA_TRY(copy_in(0, src, bytes));
+  return finish();
+}
+
 Status stage_in(StagingPool &pool, const void *src, size_t bytes, void *stream, StagedCopy *out) {
   BAGUA_TRY(StagedCopy::take(pool, bytes, out));
   BAGUA_TRY(out->mark_ready(stream));
-  BAGUA_TRY(out->copy_in(0, src, bytes));
-  return out->finish();
+  return out->fill(src, bytes);
 }
 
 Status stage_out(StagedCopy &staged, void *dst, size_t bytes) {

@@ -73,6 +73,8 @@ class StagedCopy {
   Status copy_in(size_t offset, const void *src, size_t bytes);
   Status copy_out(void *dst, size_t offset, size_t bytes);
   Status finish();
+  // copy_in of `bytes` of device `src` at the start, complete on return.
+  Status fill(const void *src, size_t bytes);
 
  private:
   StagingPool *pool_ = nullptr;

@@ -12,9 +12,9 @@ import subprocess
 import sys
 M = [
  ("staged input read before its copy finished", "lib/mc/staging_pool.cpp",
-  """  BAGUA_TRY(out->copy_in(0, src, bytes));
-  return out->finish();""",
-  """  return out->copy_in(0, src, bytes);"""),
+  """  BAGUA_TRY(copy_in(0, src, bytes));
+  return finish();""",
+  """  return copy_in(0, src, bytes);"""),
  ("stage_out without synchronize", "lib/mc/staging_pool.cpp",
   """  BAGUA_TRY(staged.copy_out(dst, 0, bytes));
   return staged.finish();""",
@@ -39,9 +39,9 @@ M = [
  ("bucket unpack without synchronize", "lib/core/bucket_comm.cpp",
   """  BAGUA_TRY(staged.finish());
   staged.release();""", """  staged.release();"""),
- ("nonblocking copy-in without synchronize", "lib/core/nonblocking.cpp",
-  """  BAGUA_TRY(staged.finish());
-""", ""),
+ ("nonblocking copy-in without waiting", "lib/core/nonblocking.cpp",
+  """  BAGUA_TRY(staged.fill(call.src, bytes));""",
+  """  BAGUA_TRY(staged.copy_in(0, call.src, bytes));"""),
  ("nonblocking without the start event", "lib/core/nonblocking.cpp",
   """  return staged->mark_ready(cuda_stream_of(call.comm));""", """  return BAGUA_SUCCESS;"""),
  ("copy_and_wait without waiting", "lib/mc/memory.cpp",
@@ -56,8 +56,7 @@ M = [
  ("exact ring on device memory", "lib/core/select.cpp",
   """  return best_row(family, wire, bytes, Memory::cuda) != nullptr;""","""  return wire == Wire::exact || best_row(family, wire, bytes, Memory::cuda) != nullptr;"""),
  ("async averaging's copy in without waiting", "lib/core/async_average.cpp",
-  """  BAGUA_TRY(staged_.copy_in(0, buf_, count_ * dtype_size(dtype_)));
-  return staged_.finish();""",
+  """  return staged_.fill(buf_, count_ * dtype_size(dtype_));""",
   """  return staged_.copy_in(0, buf_, count_ * dtype_size(dtype_));"""),
  ("async averaging's copy back without waiting", "lib/core/async_average.cpp",
   """  return stage_out(staged_, buf_, count_ * dtype_size(dtype_));""",
