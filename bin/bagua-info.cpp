@@ -47,8 +47,8 @@ void print_selection() {
     const bool open = r.max_bytes == std::numeric_limits<size_t>::max();
     const std::string max = open ? "inf" : std::to_string(r.max_bytes);
     std::printf("%-6s %-18s bytes [%zu, %s] memory %s score %d\n", bagua::wire_name(r.wire),
-                bagua::schedule_name(r.schedule), r.min_bytes, max.c_str(),
-                bagua::memory_list(r.memory).c_str(), r.score);
+                r.schedule->name, r.min_bytes, max.c_str(), bagua::memory_list(r.memory).c_str(),
+                r.score);
   }
 }
 

@@ -671,7 +671,7 @@ Status read_overlap(Probe &probe, const Options &options, const CostParams &seri
       probe.comm(),
       [&] {
         AlgoContext ctx = probe.call_context(kOverlapTags, scratch, options);
-        return run_flat(ctx, call, Schedule::bytegrad, options);
+        return run_flat(ctx, call, schedule_info(Schedule::bytegrad), options);
       },
       &measured));
   const Estimate e = predict(serial, row, count);
@@ -893,7 +893,7 @@ Status timed_call(Probe &probe, const Options &options, const AlgorithmRow &row,
   MPI_Barrier(probe.comm());
   const double start = now();
   AlgoContext ctx = probe.call_context(kRaceTags, scratch, options);
-  BAGUA_TRY(run_flat(ctx, call, flat_schedule(row.algorithm), options));
+  BAGUA_TRY(run_flat(ctx, call, schedule_info(flat_schedule(row.algorithm)), options));
   double elapsed = now() - start;
   MPI_Allreduce(MPI_IN_PLACE, &elapsed, 1, MPI_DOUBLE, MPI_MAX, probe.comm());
   *out = elapsed;

@@ -468,7 +468,7 @@ Status BucketComm::execute(Bucket &b, TimelineTrack track) {
   TimelineSink sink(track, round);
   begin = TimelineClock::now();
   const Status s =
-      run_flat(ctx, call, b.schedule, comm_->options(), timeline.enabled() ? &sink : nullptr);
+      run_flat(ctx, call, *b.schedule, comm_->options(), timeline.enabled() ? &sink : nullptr);
   timeline.span(track, collective_name(b.choice.wire).c_str(), round, begin, TimelineClock::now());
   if (s != BAGUA_SUCCESS) return s;
   begin = TimelineClock::now();

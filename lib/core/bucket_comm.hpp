@@ -83,7 +83,7 @@ class BucketComm {
     Bytes storage;  // host tensors: flattened tensors, or the packing buffer
     Bytes scratch;
     BucketAlgorithmChoice choice;
-    Schedule schedule = Schedule::ring;
+    const ScheduleInfo *schedule = nullptr;  // set by build_algorithm
     size_t unready = 0;
     State state = State::collecting;
     uint64_t round = 0;

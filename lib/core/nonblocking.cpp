@@ -108,7 +108,7 @@ Status NonblockingComm::take_staging(const Call &call, StagedCopy *staged) {
   return staged->mark_ready(cuda_stream_of(call.comm));
 }
 
-Status NonblockingComm::run_staged(AlgoContext &ctx, const Call &call, Schedule schedule,
+Status NonblockingComm::run_staged(AlgoContext &ctx, const Call &call, const ScheduleInfo &schedule,
                                    StagedCopy &staged) {
   const size_t bytes = call.count * dtype_size(call.dtype);
   BAGUA_TRY(staged.fill(call.src, bytes));
@@ -117,7 +117,7 @@ Status NonblockingComm::run_staged(AlgoContext &ctx, const Call &call, Schedule 
   return stage_out(staged, call.dst, bytes);
 }
 
-Status NonblockingComm::run(const Call &call, Schedule schedule, uint64_t tag_slot,
+Status NonblockingComm::run(const Call &call, const ScheduleInfo &schedule, uint64_t tag_slot,
                             StagedCopy *staged) {
   Bytes scratch;
   AlgoContext ctx = comm_->call_in_slot(tag_slot, scratch);
@@ -139,7 +139,7 @@ Status NonblockingComm::run(const Call &call, Schedule schedule, uint64_t tag_sl
 
 Status NonblockingComm::start(const Call &call, Completion done, MPI_Request *request) {
   // Device buffers are staged, so every call runs a host schedule.
-  Schedule schedule;
+  const ScheduleInfo *schedule = nullptr;
   BAGUA_TRY(comm_->policy().select(call.family, call.wire, call.count * dtype_size(call.dtype),
                                    Memory::host, &schedule));
   std::lock_guard lock(mutex_);
@@ -160,7 +160,7 @@ Status NonblockingComm::start(const Call &call, Completion done, MPI_Request *re
   // may free the outcome right after); without a request it frees it.
   ProgressEngine::Task task;
   const auto body = [this, call, schedule, tag_slot, staged, done, out = outcome.get()] {
-    out->result = run(call, schedule, tag_slot, staged.get());
+    out->result = run(call, *schedule, tag_slot, staged.get());
     if (call.feedback != nullptr) call.feedback->release();
     if (out->result != BAGUA_SUCCESS) out->message = last_error_message();
     if (done.fn != nullptr) done.fn(done.arg, out->result, out->message.c_str());

@@ -54,8 +54,9 @@ class NonblockingComm final : public CommExtension {
   Status take_staging(const Call &call, StagedCopy *staged);
   // The task of a call: its collective, staged through `staged` when not
   // null.
-  Status run(const Call &call, Schedule schedule, uint64_t tag_slot, StagedCopy *staged);
-  Status run_staged(AlgoContext &ctx, const Call &call, Schedule schedule, StagedCopy &staged);
+  Status run(const Call &call, const ScheduleInfo &schedule, uint64_t tag_slot, StagedCopy *staged);
+  Status run_staged(AlgoContext &ctx, const Call &call, const ScheduleInfo &schedule,
+                    StagedCopy &staged);
 
   std::unique_ptr<Communicator> comm_;  // used by the tasks; outlives them
   std::mutex mutex_;                    // guards next_slot_

@@ -11,7 +11,6 @@
 #include "../mc/staging_pool.hpp"
 #include "comm.hpp"
 #include "device_codecs.hpp"
-#include "hierarchy.hpp"
 #include "support.hpp"
 
 namespace bagua {
@@ -24,48 +23,6 @@ void set_prescale(const Call &call, int ranks, CodecSetup *setup) {
   const float inv = 1.0f / float(ranks);
   setup->prescale[0] = inv;
   setup->prescale[1] = call.op == ReduceOp::avg ? 1.0f : inv;
-}
-
-int divisor_of(const Call &call, int ranks) { return call.op == ReduceOp::avg ? ranks : 1; }
-
-Status run_compressed(AlgoContext &ctx, const Call &call, const Options &options, PhaseSink *sink) {
-  const int ranks = ctx.transport.size();
-  const std::unique_ptr<ChunkCodec> codec = make_call_codec(call, ranks, options);
-  if (codec == nullptr)
-    return fail(BAGUA_ERR_INTERNAL, "no %s codec for %s memory", wire_name(call.wire),
-                call.memory == Memory::cuda ? "device" : "host");
-  const CompressedArgs args{call.src,   call.dtype, call.dst,
-                            call.dtype, call.count, divisor_of(call, ranks)};
-  if (sink == nullptr) return allreduce_compressed(ctx, *codec, args);
-  TimedCodec timed(*codec, *sink);
-  return allreduce_compressed(ctx, timed, args);
-}
-
-// Exact float32 sum inside the node at its leader, compressed allreduce
-// among the leaders, broadcast of the result inside the node.
-Status run_hierarchical(Communicator &c, const Call &call) {
-  AlgoContext check_ctx = c.next_call();
-  BAGUA_TRY(c.record(agree_on_call(check_ctx, call, Schedule::hierarchical, c.options())));
-  Hierarchy *h = nullptr;
-  BAGUA_TRY(c.record(c.hierarchy(&h)));
-  Communicator &node = h->node();
-  BAGUA_TRY(node.check_usable());
-  SendVector<float> node_sum(h->is_leader() ? call.count : 0);
-  AlgoContext reduce_ctx = node.next_call();
-  BAGUA_TRY(c.record(node.record(
-      node_reduce_to_leader(reduce_ctx, call.src, call.dtype, call.count, node_sum.data()))));
-  if (h->is_leader()) {
-    Communicator &leaders = h->leaders();
-    BAGUA_TRY(leaders.check_usable());
-    AlgoContext ctx = leaders.next_call();
-    const std::unique_ptr<ChunkCodec> codec = make_call_codec(call, c.size(), c.options());
-    const CompressedArgs args{node_sum.data(), DType::f32, call.dst,
-                              call.dtype,      call.count, divisor_of(call, c.size())};
-    BAGUA_TRY(c.record(leaders.record(allreduce_compressed(ctx, *codec, args))));
-  }
-  AlgoContext bcast_ctx = node.next_call();
-  return c.record(
-      node.record(node_broadcast_from_leader(bcast_ctx, call.dst, call.dtype, call.count)));
 }
 
 // Marks a non-finite input in the call check's values (above any fingerprint).
@@ -254,27 +211,21 @@ std::unique_ptr<ChunkCodec> make_call_codec(const Call &call, int ranks, const O
   return make_device_codec(wire, setup, *call.scratch, cuda_stream_of(call.comm));
 }
 
-Status run_flat(AlgoContext &ctx, const Call &call, Schedule schedule, const Options &options,
-                PhaseSink *sink) {
-  BAGUA_TRY(agree_on_call(ctx, call, schedule, options));
-  const AllreduceArgs args{call.src, call.dst, call.count, call.dtype, call.op};
-  switch (schedule) {
-    case Schedule::ring: return allreduce_ring(ctx, args);
-    case Schedule::recursive_doubling: return allreduce_recursive_doubling(ctx, args);
-    case Schedule::bytegrad: return run_compressed(ctx, call, options, sink);
-    case Schedule::hierarchical: break;
-  }
-  return fail(BAGUA_ERR_INTERNAL, "schedule %s is not flat", schedule_name(schedule));
+Status run_flat(AlgoContext &ctx, const Call &call, const ScheduleInfo &schedule,
+                const Options &options, PhaseSink *sink) {
+  if (!schedule.flat()) return fail(BAGUA_ERR_INTERNAL, "schedule %s is not flat", schedule.name);
+  BAGUA_TRY(agree_on_call(ctx, call, schedule.id, options));
+  return schedule.run_flat(ctx, call, options, sink);
 }
 
 Status run_blocking(Communicator &c, const Call &call) {
   return with_runnable_buffers(c, call, [&](const Call &ready) {
-    Schedule schedule;
+    const ScheduleInfo *schedule = nullptr;
     BAGUA_TRY(c.policy().select(ready.family, ready.wire, ready.count * dtype_size(ready.dtype),
                                 ready.memory, &schedule));
-    if (schedule == Schedule::hierarchical) return run_hierarchical(c, ready);
+    if (!schedule->flat()) return schedule->run_on_communicator(c, ready);
     AlgoContext ctx = c.next_call();
-    return c.record(run_flat(ctx, ready, schedule, c.options()));
+    return c.record(run_flat(ctx, ready, *schedule, c.options()));
   });
 }
 
@@ -324,8 +275,8 @@ Status run_lowprec_step(Communicator &c, const Call &call, LowprecReplicas *repl
   });
 }
 
-Status average_in_group(AlgoContext &ctx, const Call &call, Schedule schedule, double weight,
-                        const Options &options) {
+Status average_in_group(AlgoContext &ctx, const Call &call, const ScheduleInfo &schedule,
+                        double weight, const Options &options) {
   if (weight < 0) return run_flat(ctx, call, schedule, options);
   // Weighted: each member scales its own contribution, the group sums.
   Call weighted = call;
@@ -343,14 +294,13 @@ Status run_group_average(Communicator &c, const Call &call, std::span<const int>
   AlgoContext ctx{view, c.tags().call(slot), Deadline::after_ms(c.options().timeout_ms), scratch,
                   c.options().segment_bytes};
   return with_runnable_buffers(c, call, [&](const Call &ready) {
-    Schedule schedule;
+    const ScheduleInfo *schedule = nullptr;
     BAGUA_TRY(c.policy().select(ready.family, ready.wire, ready.count * dtype_size(ready.dtype),
                                 ready.memory, &schedule));
-    return c.record(average_in_group(ctx, ready, schedule, weight, c.options()));
+    return c.record(average_in_group(ctx, ready, *schedule, weight, c.options()));
   });
 }
 
-// A codec to size messages with (the sign codec's residuals are not read).
 std::unique_ptr<ChunkCodec> sizing_codec(const Call &call, int ranks, const Options &options) {
   static SignFeedback none(MPI_COMM_NULL, 0);
   Call sized = call;
@@ -370,16 +320,7 @@ Status message_bytes(const Call &call, const Options &options, size_t *bytes) {
 
 size_t schedule_bytes_sent(const Call &call, Schedule schedule, int rank, int ranks,
                            const Options &options) {
-  size_t bytes = 0;
-  switch (schedule) {
-    case Schedule::ring: bytes = ring_bytes_sent(call.count, call.dtype, rank, ranks); break;
-    case Schedule::recursive_doubling:
-      bytes = recursive_doubling_bytes_sent(call.count, call.dtype, rank, ranks);
-      break;
-    default:
-      bytes = bytegrad_bytes_sent(*sizing_codec(call, ranks, options), call.count, rank, ranks,
-                                  options.segment_bytes);
-  }
+  size_t bytes = schedule_info(schedule).bytes_sent(call, rank, ranks, options);
   if ((options.check_calls || keeps_state(call)) && ranks > 1)
     bytes += recursive_doubling_bytes_sent(2, DType::f64, rank, ranks);  // agree_on_call
   return bytes;
@@ -392,10 +333,10 @@ size_t bytegrad_rounds(const Call &call, int ranks, const Options &options) {
 
 Status flat_bytes_sent(const Call &call, int rank, int ranks, const Options &options,
                        size_t *bytes) {
-  Schedule schedule;
+  const ScheduleInfo *schedule = nullptr;
   BAGUA_TRY(SelectionPolicy::of(options).select(
       Family::iallreduce, call.wire, call.count * dtype_size(call.dtype), call.memory, &schedule));
-  *bytes = schedule_bytes_sent(call, schedule, rank, ranks, options);
+  *bytes = schedule_bytes_sent(call, schedule->id, rank, ranks, options);
   return BAGUA_SUCCESS;
 }
 

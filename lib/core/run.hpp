@@ -21,6 +21,8 @@ class Communicator;
 // The codec of a compressed call among `ranks` contributors, in the call's
 // memory type (device codecs run on the user communicator's CUDA stream).
 std::unique_ptr<ChunkCodec> make_call_codec(const Call &call, int ranks, const Options &options);
+// A host codec to size messages with (a sign state's residuals are not read).
+std::unique_ptr<ChunkCodec> sizing_codec(const Call &call, int ranks, const Options &options);
 
 // A 32-bit hash (FNV-1a) of fields every rank must pass alike.
 uint32_t fingerprint_of(std::span<const uint64_t> fields);
@@ -84,10 +86,10 @@ Status with_aligned_buffers(const Call &call, Body &&body) {
 Call staged_on_host(const Call &call, void *copy);
 
 // Runs `call` with a flat `schedule` among the ranks of ctx.transport (an
-// average divides by their number). `sink` (may be NULL) receives the
-// encode/decode phases of compressed schedules.
-Status run_flat(AlgoContext &ctx, const Call &call, Schedule schedule, const Options &options,
-                PhaseSink *sink = nullptr);
+// average divides by their number), after the call check. `sink` (may be
+// NULL) receives the encode/decode phases of compressed schedules.
+Status run_flat(AlgoContext &ctx, const Call &call, const ScheduleInfo &schedule,
+                const Options &options, PhaseSink *sink = nullptr);
 
 // A blocking call on c, the user communicator's state: selects the
 // schedule, runs it flat or hierarchically, records a failure in c.
@@ -112,8 +114,8 @@ Status run_lowprec_step(Communicator &c, const Call &call, LowprecReplicas *repl
 // A group's average on ctx (the group's view of the transport), with
 // `schedule`: uniform (weight < 0: the exact sum divided once, or the codec's
 // average) or weighted (dst = sum over members of weight_i * src_i).
-Status average_in_group(AlgoContext &ctx, const Call &call, Schedule schedule, double weight,
-                        const Options &options);
+Status average_in_group(AlgoContext &ctx, const Call &call, const ScheduleInfo &schedule,
+                        double weight, const Options &options);
 
 // A partial-reduce group's average among `members` of c (this rank is
 // members[local]), in tag slot `group_id`: uniform (weight < 0: the exact

@@ -13,16 +13,21 @@ constexpr uint8_t kAnyMemory = kHost | (1u << unsigned(Memory::cuda));
 // A setting that names an algorithm outranks the defaults.
 constexpr int kDefault = 10, kForced = 100;
 
+ScoreRow rule(Wire wire, Schedule schedule, size_t min_bytes, size_t max_bytes, uint8_t memory,
+              int score) {
+  return {wire, &schedule_info(schedule), min_bytes, max_bytes, memory, score};
+}
+
 void add_exact_rules(const SelectionSettings &s, std::vector<ScoreRow> *rows) {
   // Default: recursive doubling below the threshold, the ring from it on.
   if (s.ring_threshold_bytes > 0)
-    rows->push_back({Wire::exact, Schedule::recursive_doubling, 0, s.ring_threshold_bytes - 1,
-                     kHost, kDefault});
-  rows->push_back({Wire::exact, Schedule::ring, s.ring_threshold_bytes, kAny, kHost, kDefault});
+    rows->push_back(rule(Wire::exact, Schedule::recursive_doubling, 0, s.ring_threshold_bytes - 1,
+                         kHost, kDefault));
+  rows->push_back(rule(Wire::exact, Schedule::ring, s.ring_threshold_bytes, kAny, kHost, kDefault));
   if (s.exact_algo == AllreduceAlgo::ring)
-    rows->push_back({Wire::exact, Schedule::ring, 0, kAny, kHost, kForced});
+    rows->push_back(rule(Wire::exact, Schedule::ring, 0, kAny, kHost, kForced));
   if (s.exact_algo == AllreduceAlgo::recursive_doubling)
-    rows->push_back({Wire::exact, Schedule::recursive_doubling, 0, kAny, kHost, kForced});
+    rows->push_back(rule(Wire::exact, Schedule::recursive_doubling, 0, kAny, kHost, kForced));
 }
 
 // The families whose compressed calls run a ByteGrad schedule (low-precision
@@ -44,9 +49,9 @@ void add_compressed_rules(const SelectionSettings &s, Family family, std::vector
     // other families' device buffers.
     const uint8_t memory = family == Family::allreduce ? kAnyMemory : kHost;
     if (hierarchical)
-      rows->push_back({w, Schedule::hierarchical, 0, kAny, kHost, kForced});
+      rows->push_back(rule(w, Schedule::hierarchical, 0, kAny, kHost, kForced));
     else
-      rows->push_back({w, Schedule::bytegrad, 0, kAny, memory, kDefault});
+      rows->push_back(rule(w, Schedule::bytegrad, 0, kAny, memory, kDefault));
   }
 }
 
@@ -72,7 +77,7 @@ const ScoreRow *SelectionPolicy::best_row(Family family, Wire wire, size_t bytes
 }
 
 Status SelectionPolicy::select(Family family, Wire wire, size_t bytes, Memory memory,
-                               Schedule *out) const {
+                               const ScheduleInfo **out) const {
   const ScoreRow *best = best_row(family, wire, bytes, memory);
   if (best == nullptr)
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "no %s schedule runs on %s memory%s; pass host memory",
@@ -84,16 +89,6 @@ Status SelectionPolicy::select(Family family, Wire wire, size_t bytes, Memory me
 
 bool SelectionPolicy::runs_on_device(Family family, Wire wire, size_t bytes) const {
   return best_row(family, wire, bytes, Memory::cuda) != nullptr;
-}
-
-const char *schedule_name(Schedule s) {
-  switch (s) {
-    case Schedule::ring: return "ring";
-    case Schedule::recursive_doubling: return "recursive_doubling";
-    case Schedule::bytegrad: return "bytegrad";
-    case Schedule::hierarchical: return "hierarchical";
-  }
-  return "?";
 }
 
 }  // namespace bagua

@@ -13,15 +13,9 @@
 
 #include "call.hpp"
 #include "options.hpp"
+#include "schedules.hpp"
 
 namespace bagua {
-
-enum class Schedule : uint8_t {
-  ring,                // exact: pipelined ring reduce-scatter + allgather
-  recursive_doubling,  // exact: latency-optimal for small messages
-  bytegrad,            // compressed: all-to-all of encoded chunks, reduce, allgather
-  hierarchical,        // compressed: exact reduce in the node, ByteGrad among leaders
-};
 
 // The settings the policy reads (BAGUA_ALLREDUCE_SCHEDULE, BAGUA_RING_THRESHOLD,
 // BAGUA_HIERARCHICAL).
@@ -35,12 +29,12 @@ struct SelectionSettings {
   }
 };
 
-// One rule: `schedule` may run `wire` for messages of [min_bytes, max_bytes]
-// in the memory types of `memory` (bit per Memory), with `score`; the
-// highest-scoring rule that applies wins.
+// One rule: `schedule` (the row that runs it) may run `wire` for messages
+// of [min_bytes, max_bytes] in the memory types of `memory` (bit per
+// Memory), with `score`; the highest-scoring rule that applies wins.
 struct ScoreRow {
   Wire wire;
-  Schedule schedule;
+  const ScheduleInfo *schedule;
   size_t min_bytes, max_bytes;
   uint8_t memory;
   int score;
@@ -56,9 +50,11 @@ class SelectionPolicy {
 
   // The rules for `family` (printed by bagua-info).
   const std::vector<ScoreRow> &rows(Family family) const { return rows_[size_t(family)]; }
-  // The schedule of a call of `bytes` bytes; fails (naming the setting) when
-  // no rule applies, e.g. CUDA buffers with BAGUA_HIERARCHICAL=1.
-  Status select(Family family, Wire wire, size_t bytes, Memory memory, Schedule *out) const;
+  // The schedule of a call of `bytes` bytes, the row its caller runs; fails
+  // (naming the setting) when no rule applies, e.g. CUDA buffers with
+  // BAGUA_HIERARCHICAL=1.
+  Status select(Family family, Wire wire, size_t bytes, Memory memory,
+                const ScheduleInfo **out) const;
   // Whether a device-buffer call of family, wire and size has a schedule
   // that runs on device memory (the compressed allreduce's device codecs).
   // The core stages every other device-buffer call through page-locked host
@@ -71,7 +67,5 @@ class SelectionPolicy {
   bool hierarchical_;
   std::array<std::vector<ScoreRow>, kFamilies> rows_;
 };
-
-const char *schedule_name(Schedule s);
 
 }  // namespace bagua

@@ -60,7 +60,7 @@ inproc::Outcome run_case(inproc::Rank &rank, const Case &c) {
   const bool average = c.op == ReduceOp::avg;
   inproc::Buffer buf(c.type, c.count);
   for (size_t i = 0; i < c.count; ++i) buf.set(i, inproc::smooth(rank.rank(), i));
-  bagua::Schedule schedule;
+  const bagua::ScheduleInfo *schedule = nullptr;
   const bagua::Options options = [] {
     bagua::Options o;
     o.compressed.set_setting_blocks(inproc::kBlock);
@@ -74,7 +74,7 @@ inproc::Outcome run_case(inproc::Rank &rank, const Case &c) {
   bagua::Call call{c.family, c.wire, buf.data(),          buf.data(), c.count,
                    c.type,   c.op,   bagua::Memory::host, &feedback,  MPI_COMM_NULL};
   bagua::AlgoContext ctx = rank.next_call(options.segment_bytes);
-  inproc::Outcome o = inproc::outcome_of(bagua::run_flat(ctx, call, schedule, options));
+  inproc::Outcome o = inproc::outcome_of(bagua::run_flat(ctx, call, *schedule, options));
   // Compare each element with the closed form.
   for (size_t i = 0; i < c.count && o.status == BAGUA_SUCCESS; ++i) {
     double sum = 0, magnitude = 0;

@@ -28,8 +28,8 @@ bagua::Call group_call(bagua::Wire wire, const void *src, void *dst, size_t coun
 bagua::Status average_exact(bagua::AlgoContext &ctx, const void *src, void *dst, size_t count,
                             DType t, double weight, bool use_ring) {
   const auto schedule = use_ring ? bagua::Schedule::ring : bagua::Schedule::recursive_doubling;
-  return bagua::average_in_group(ctx, group_call(bagua::Wire::exact, src, dst, count, t), schedule,
-                                 weight, bagua::Options{});
+  return bagua::average_in_group(ctx, group_call(bagua::Wire::exact, src, dst, count, t),
+                                 bagua::schedule_info(schedule), weight, bagua::Options{});
 }
 bagua::Status average_compressed(bagua::AlgoContext &ctx, inproc::Codec codec, const void *src,
                                  void *dst, size_t count, DType t) {
@@ -37,7 +37,7 @@ bagua::Status average_compressed(bagua::AlgoContext &ctx, inproc::Codec codec, c
   bagua::Options options;
   options.compressed.set_setting_blocks(inproc::kBlock);
   return bagua::average_in_group(ctx, group_call(wire, src, dst, count, t),
-                                 bagua::Schedule::bytegrad, -1, options);
+                                 bagua::schedule_info(bagua::Schedule::bytegrad), -1, options);
 }
 
 // Rank r belongs to group r mod g, g = ceil(n / 4): at most four members,

@@ -46,7 +46,8 @@ Outcomes run_differing(int n, Schedule schedule, Make make) {
     if (end < data.size()) data[end] = -7.0f;
     inproc::Rank rank(t);
     bagua::AlgoContext ctx = rank.next_call(1 << 12);
-    const bagua::Status s = bagua::run_flat(ctx, call, schedule, bagua::Options{});
+    const bagua::Status s =
+        bagua::run_flat(ctx, call, bagua::schedule_info(schedule), bagua::Options{});
     return std::make_pair(s, end < data.size() && data[end] != -7.0f);
   });
   for (const auto &[s, overrun] : results) {
@@ -98,8 +99,9 @@ TEST_CASE("the call check can be switched off", "[run]") {
     std::vector<float> data(64, 1.0f);
     inproc::Rank rank(t);
     bagua::AlgoContext ctx = rank.next_call(1 << 12);
-    const bagua::Status s = bagua::run_flat(
-        ctx, call_on(data, Wire::exact, 64, DType::f32, ReduceOp::sum), Schedule::ring, off);
+    const bagua::Status s =
+        bagua::run_flat(ctx, call_on(data, Wire::exact, 64, DType::f32, ReduceOp::sum),
+                        bagua::schedule_info(Schedule::ring), off);
     return s == BAGUA_SUCCESS && data[0] == 3.0f;
   });
   for (bool ok : results) CHECK(ok);
@@ -127,7 +129,8 @@ bool sign_survives_nan(int n, bool check_calls) {
     inproc::Rank rank(t);
     const auto run = [&] {
       bagua::AlgoContext ctx = rank.next_call(1 << 12);
-      return bagua::run_flat(ctx, sign_call(data, out, feedback), Schedule::bytegrad, options);
+      return bagua::run_flat(ctx, sign_call(data, out, feedback),
+                             bagua::schedule_info(Schedule::bytegrad), options);
     };
     bool ok = run() == BAGUA_SUCCESS;
     const std::vector<float> contribution = feedback.contribution, reduced = feedback.reduced;

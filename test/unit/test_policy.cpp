@@ -18,9 +18,9 @@ namespace {
 
 Schedule selected(const SelectionSettings &s, Family f, Wire w, size_t bytes,
                   Memory m = Memory::host) {
-  Schedule out = Schedule::hierarchical;
+  const ScheduleInfo *out = nullptr;
   REQUIRE(SelectionPolicy(s).select(f, w, bytes, m, &out) == BAGUA_SUCCESS);
-  return out;
+  return out->id;
 }
 
 std::string message() { return last_error_message(); }
@@ -58,14 +58,14 @@ TEST_CASE("compressed wires run ByteGrad; hierarchical only for the blocking cal
   CHECK(selected(s, Family::allreduce, wire::q8, 4) == Schedule::hierarchical);
   CHECK(selected(s, Family::bucket, wire::q8, 4) == Schedule::bytegrad);
   CHECK(selected(s, Family::partial, wire::q8, 4) == Schedule::bytegrad);
-  Schedule out;
+  const ScheduleInfo *out = nullptr;
   CHECK(SelectionPolicy(s).select(Family::allreduce, wire::q8, 4, Memory::cuda, &out) ==
         BAGUA_ERR_INVALID_ARGUMENT);
   CHECK(message().find("BAGUA_HIERARCHICAL=1") != std::string::npos);
 }
 
 TEST_CASE("exact allreduce has no device schedule", "[policy]") {
-  Schedule out;
+  const ScheduleInfo *out = nullptr;
   CHECK(SelectionPolicy().select(Family::allreduce, Wire::exact, 64, Memory::cuda, &out) ==
         BAGUA_ERR_INVALID_ARGUMENT);
 }
