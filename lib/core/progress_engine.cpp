@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "../base/live_objects.hpp"
+#include "../transport/mpi_waits_yield.hpp"
 
 namespace bagua {
 namespace {
@@ -144,7 +145,10 @@ void ProgressEngine::run() {
   std::deque<Task> running;
   std::vector<Sleeper> sleeping;
   int idle_rounds = 0;
+  MpiWaitsYield yield;
   while (take_started(running, sleeping)) {
+    // Tasks in flight: callers waiting on them in MPI leave this thread the core.
+    yield.hold(!running.empty());
     // One round: each task runs until its next wait polls once (or it asks
     // to sleep); finished ones leave, the others go to the back in order.
     bool finished = false;
@@ -162,6 +166,8 @@ void ProgressEngine::run() {
     }
     idle_rounds = finished ? 0 : idle_rounds + 1;
     if (idle_rounds > kSpinRounds && !running.empty()) std::this_thread::yield();
+    // About to wait for work: MPI waits may spin again.
+    if (running.empty()) yield.hold(false);
   }
 }
 

@@ -1,13 +1,17 @@
 // The progress engine's sleeping tasks: a sleeper is not polled until its
 // time, the other tasks run meanwhile, and wake_sleepers ends a sleep early;
 // and its task groups: each owner of an engine it shares waits for its own
-// tasks alone.
+// tasks alone; and Open MPI's waits yield the core while tasks run.
+#include <dlfcn.h>
+
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>
 
+#include "base/fiber.hpp"
 #include "core/progress_engine.hpp"
+#include "transport/mpi_waits_yield.hpp"
 
 namespace {
 
@@ -30,6 +34,18 @@ void start(ProgressEngine &engine, std::function<void()> body) {
 
 void wait_for(const std::atomic<bool> &flag) {
   while (!flag.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+// Open MPI's yield_when_idle flag (read by opal_progress), or NULL under
+// another MPI.
+bool *open_mpi_yield_flag() {
+  return static_cast<bool *>(dlsym(RTLD_DEFAULT, "opal_progress_yield_when_idle"));
+}
+
+bool read_flag(bool *flag) { return std::atomic_ref<bool>(*flag).load(); }
+
+void wait_for_flag(bool *flag, bool value) {
+  while (read_flag(flag) != value) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 }  // namespace
@@ -111,4 +127,39 @@ TEST_CASE("a task prepared and dropped unstarted leaves its group", "[engine]") 
   }
   group.wait();
   CHECK_FALSE(ran);
+}
+
+TEST_CASE("holders of MpiWaitsYield turn Open MPI's yielding on until the last lets go",
+          "[engine]") {
+  bool *flag = open_mpi_yield_flag();
+  if (flag == nullptr) return;  // another MPI: nothing to turn on
+  const bool before = read_flag(flag);
+  {
+    bagua::MpiWaitsYield first, second;
+    first.hold(true);
+    CHECK(read_flag(flag));
+    second.hold(true);
+    first.hold(false);
+    CHECK(read_flag(flag));
+    first.hold(false);  // a second let-go changes nothing
+    CHECK(read_flag(flag));
+  }
+  CHECK(read_flag(flag) == before);
+}
+
+TEST_CASE("MPI waits yield while an engine's task runs, and spin again after it", "[engine]") {
+  bool *flag = open_mpi_yield_flag();
+  if (flag == nullptr) return;
+  const bool before = read_flag(flag);
+  REQUIRE_FALSE(before);  // Open MPI's default (mpi_yield_when_idle unset)
+  ProgressEngine engine;
+  TaskGroup group;
+  std::atomic<bool> release{false};
+  start(engine, group, [&] {
+    while (!release.load()) bagua::fiber_yield();
+  });
+  wait_for_flag(flag, true);
+  release = true;
+  group.wait();
+  wait_for_flag(flag, false);
 }
