@@ -42,6 +42,5 @@ struct ScheduleInfo {
 };
 
 const ScheduleInfo &schedule_info(Schedule s);
-inline const char *schedule_name(Schedule s) { return schedule_info(s).name; }
 
 }  // namespace bagua
