@@ -446,6 +446,22 @@ BAGUA_API int bagua_reduce_scatter_block(const void *sendbuf, void *recvbuf, int
                                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 
 /**
+ * bagua_reduce_scatter_block with the wire format `algorithm` (those that
+ * bagua_algorithm_offered lists for "reduce_scatter_block"). EXACT is
+ * bagua_reduce_scatter_block. A codec runs ByteGrad's first phase alone:
+ * each rank encodes block j of its input and sends it to rank j, which adds
+ * the decoded blocks to its own exact block in float32 (rank order) and
+ * stores the sum (BAGUA_AVG: divided by the ranks) in recvbuf; every
+ * rank's input crosses the wire once, (n - 1) / n of it in the codec's
+ * format, and no result is re-encoded. Codec datatypes (MPI_FLOAT,
+ * BAGUA_FLOAT16, BAGUA_BFLOAT16), MPI_SUM and BAGUA_AVG, host buffers.
+ * In place as bagua_reduce_scatter_block.
+ */
+BAGUA_API int bagua_reduce_scatter_block_alg(const void *sendbuf, void *recvbuf, int recvcount,
+                                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                             bagua_algorithm algorithm);
+
+/**
  * Blocking point-to-point messages, arguments as MPI_Send / MPI_Recv
  * without the status. tag in [0, 32767], on a tag space of their own that
  * collectives never match. A receive takes the earliest message from

@@ -54,6 +54,8 @@ size_t segment_elems(size_t segment_bytes, const ChunkCodec &codec, size_t count
 //            float32 (rank order), divides, re-encodes the result;
 //   gather:  rank r sends that encoding to everybody and every rank, r
 //            included, decodes it into dst, so all outputs are identical.
+// A reduce-scatter (Phases::scatter) stops after the reduce: rank r stores
+// the reduced segment into its dst, which holds chunk r alone.
 // All receives are posted first; scatters of later segments are encoded
 // while earlier ones are in flight, and arrived segments are reduced or
 // decoded between encodes, so the three phases overlap. A codec that queues
@@ -61,10 +63,13 @@ size_t segment_elems(size_t segment_bytes, const ChunkCodec &codec, size_t count
 // works on segment k's arrivals, and segment k's sent once they are done.
 class ByteGrad {
  public:
-  ByteGrad(AlgoContext &ctx, ChunkCodec &codec, const CompressedArgs &args)
+  enum class Phases { scatter, scatter_and_gather };
+
+  ByteGrad(AlgoContext &ctx, ChunkCodec &codec, const CompressedArgs &args, Phases phases)
       : ctx_(ctx),
         codec_(codec),
         args_(args),
+        gathers_(phases == Phases::scatter_and_gather),
         t_(ctx.transport),
         n_(t_.size()),
         r_(t_.rank()),
@@ -124,8 +129,11 @@ class ByteGrad {
   const void *src_at(Range s) const {
     return static_cast<const unsigned char *>(args_.src) + s.begin * dtype_size(args_.src_type);
   }
+  // Where segment s's result goes: dst holds the whole buffer, or (no
+  // gather) the own chunk alone.
   void *dst_at(Range s) const {
-    return static_cast<unsigned char *>(args_.dst) + s.begin * dtype_size(args_.dst_type);
+    const size_t first = gathers_ ? 0 : plan_.chunk(r_).begin;
+    return static_cast<unsigned char *>(args_.dst) + (s.begin - first) * dtype_size(args_.dst_type);
   }
 
   Status post_receives() {
@@ -137,7 +145,7 @@ class ByteGrad {
                            &scatter_recvs_.row(peer(i))[k]));
     }
     // Reduced segments of every other rank's chunk.
-    for (int i = 1; i < n_; ++i) {
+    for (int i = 1; i < n_ && gathers_; ++i) {
       const int owner = peer(i);
       for (size_t k = 0; k < plan_.segments(owner); ++k)
         BAGUA_TRY(t_.irecv(gathered(owner, k), bytes(plan_.segment(owner, k)), owner, gather_tag(k),
@@ -185,7 +193,7 @@ class ByteGrad {
       if (!all) break;
       BAGUA_TRY(reduce_segment(reduced_));
     }
-    for (int i = 1; i < n_; ++i) {
+    for (int i = 1; i < n_ && gathers_; ++i) {
       const int owner = peer(i);
       for (size_t &k = decoded_[owner]; k < plan_.segments(owner); ++k) {
         Request &req = gather_recvs_.row(owner)[k];
@@ -225,6 +233,10 @@ class ByteGrad {
     }
     if (args_.divisor > 1)
       BAGUA_TRY(check_reduce(codec_.divide_accumulator(acc, s.count, float(args_.divisor))));
+    if (!gathers_) {
+      BAGUA_TRY(check_decodes(codec_.finish_decodes()));
+      return check_reduce(codec_.store_accumulator(acc, s.count, dst_at(s), args_.dst_type));
+    }
     BAGUA_TRY(encode(ChunkCodec::Stage::reduced, s.begin - plan_.chunk(r_).begin, acc, DType::f32,
                      s.count, gathered(r_, k)));
     // The contributions' verdicts, before the reduced segment leaves.
@@ -275,6 +287,7 @@ class ByteGrad {
   AlgoContext &ctx_;
   ChunkCodec &codec_;
   const CompressedArgs &args_;
+  const bool gathers_;  // Phases::scatter_and_gather
   Transport &t_;
   const int n_, r_;
   const size_t segment_elems_;
@@ -334,7 +347,13 @@ size_t bytegrad_segment_rounds(const ChunkCodec &codec, size_t count, int ranks,
 Status allreduce_compressed(AlgoContext &ctx, ChunkCodec &codec, const CompressedArgs &args) {
   if (args.count == 0) return BAGUA_SUCCESS;
   if (ctx.transport.size() == 1) return allreduce_single(codec, args);
-  return ByteGrad(ctx, codec, args).run();
+  return ByteGrad(ctx, codec, args, ByteGrad::Phases::scatter_and_gather).run();
+}
+
+Status reduce_scatter_compressed(AlgoContext &ctx, ChunkCodec &codec, const CompressedArgs &args) {
+  if (args.count == 0) return BAGUA_SUCCESS;
+  if (ctx.transport.size() == 1) return allreduce_single(codec, args);
+  return ByteGrad(ctx, codec, args, ByteGrad::Phases::scatter).run();
 }
 
 }  // namespace bagua

@@ -95,6 +95,12 @@ struct CompressedArgs {
 // to codec blocks).
 Status allreduce_compressed(AlgoContext &ctx, ChunkCodec &codec, const CompressedArgs &args);
 
+// ByteGrad's scatter and reduce alone: rank r's dst (chunk r of the
+// RingPlan's n chunks, count / n elements when n divides count) receives
+// that chunk of every rank's src summed in float32 (its own exactly, the
+// others' decoded) and divided by `divisor`. src and dst must not overlap.
+Status reduce_scatter_compressed(AlgoContext &ctx, ChunkCodec &codec, const CompressedArgs &args);
+
 // Bytes `rank` of `ranks` sends in one allreduce_compressed of `count`
 // elements with segments of `segment_bytes`.
 size_t bytegrad_bytes_sent(const ChunkCodec &codec, size_t count, int rank, int ranks,

@@ -6,6 +6,7 @@
 
 #include "../core/comm.hpp"
 #include "../core/runtime.hpp"
+#include "entry.hpp"
 #include "guard.hpp"
 
 namespace bagua {
@@ -21,6 +22,16 @@ Status on_comm(MPI_Comm comm, Body body) {
   BAGUA_TRY(use.status());
   BAGUA_TRY(c->check_usable());
   return body(*c);
+}
+
+Status reduce_scatter(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
+                      MPI_Op op, Wire wire, MPI_Comm comm) {
+  return on_comm(comm, [&](Communicator &c) {
+    MovementCall call;
+    BAGUA_TRY(
+        describe_reduce_scatter(sendbuf, recvbuf, recvcount, datatype, op, wire, c.size(), &call));
+    return run_movement(c, call);
+  });
 }
 
 Status exchange(Movement kind, const MovementArgs &args, MPI_Comm comm) {
@@ -94,12 +105,18 @@ extern "C" int bagua_alltoall(const void *sendbuf, int sendcount, MPI_Datatype s
 extern "C" int bagua_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   return bagua::guard("bagua_reduce_scatter_block", [&] {
-    return bagua::on_comm(comm, [&](Communicator &c) {
-      MovementCall call;
-      BAGUA_TRY(bagua::describe_reduce_scatter(sendbuf, recvbuf, recvcount, datatype, op, c.size(),
-                                               &call));
-      return bagua::run_movement(c, call);
-    });
+    return bagua::reduce_scatter(sendbuf, recvbuf, recvcount, datatype, op, bagua::Wire::exact,
+                                 comm);
+  });
+}
+
+extern "C" int bagua_reduce_scatter_block_alg(const void *sendbuf, void *recvbuf, int recvcount,
+                                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                              bagua_algorithm algorithm) {
+  return bagua::guard("bagua_reduce_scatter_block_alg", [&] {
+    bagua::Wire wire = bagua::Wire::exact;
+    BAGUA_TRY(bagua::wire_from_c(algorithm, &wire));
+    return bagua::reduce_scatter(sendbuf, recvbuf, recvcount, datatype, op, wire, comm);
   });
 }
 

@@ -12,7 +12,8 @@ constexpr uint16_t kExactFamilies =
     uint16_t(((1u << kFamilies) - 1) & ~family_bit(Family::lowprec));
 // The families whose schedules take any codec without state.
 constexpr uint16_t kCodecFamilies = family_bit(Family::allreduce) | family_bit(Family::iallreduce) |
-                                    family_bit(Family::bucket) | family_bit(Family::partial);
+                                    family_bit(Family::bucket) | family_bit(Family::partial) |
+                                    family_bit(Family::reduce_scatter);
 
 constexpr const char *kCodecBlock = "BAGUA_CODEC_BLOCK";
 

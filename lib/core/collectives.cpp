@@ -121,14 +121,14 @@ Status mismatch(const MovementCall &call) {
 }
 
 uint32_t movement_fingerprint(const MovementCall &call) {
-  const uint64_t fields[] = {uint64_t(call.kind), call.block, call.type, uint64_t(call.root),
-                             uint64_t(call.op)};
+  const uint64_t fields[] = {uint64_t(call.kind), call.block,        call.type,
+                             uint64_t(call.root), uint64_t(call.op), uint64_t(call.wire)};
   return fingerprint_of(fields);
 }
 
-// The reduction on an aligned copy of the input (any alignment and
+// The exact reduction on an aligned copy of the input (any alignment and
 // MPI_IN_PLACE alike); this rank's block of the result goes to recv.
-Status reduce_scatter(AlgoContext &ctx, const MovementCall &call) {
+Status reduce_scatter_exact(AlgoContext &ctx, const MovementCall &call) {
   const int n = ctx.transport.size();
   const size_t total = call.block * size_t(n);
   SendVector<uint64_t> work((total + 7) / 8);  // 8-byte words: aligned for every type
@@ -141,7 +141,46 @@ Status reduce_scatter(AlgoContext &ctx, const MovementCall &call) {
   return BAGUA_SUCCESS;
 }
 
-Status run_algorithm(AlgoContext &ctx, const MovementCall &call) {
+bool aligned_to(const void *p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+// A compressed reduction (ByteGrad's scatter phase) of the caller's input,
+// or of an aligned copy of it where it is misaligned or in place (the
+// algorithm reads the input while it writes recv); the result goes straight
+// to an aligned recv, through a copy to a misaligned one.
+Status reduce_scatter_with_codec(AlgoContext &ctx, const MovementCall &call,
+                                 const Options &options) {
+  const int n = ctx.transport.size();
+  const size_t elem = dtype_size(call.dtype), total = call.block * size_t(n);
+  Call described{};
+  described.family = Family::reduce_scatter;
+  described.wire = call.wire;
+  described.count = call.count * size_t(n);
+  described.dtype = call.dtype;
+  described.op = call.op;
+  described.memory = Memory::host;
+  const std::unique_ptr<ChunkCodec> codec = make_call_codec(described, n, options);
+  if (codec == nullptr)
+    return fail(BAGUA_ERR_INTERNAL, "no %s codec for host memory", wire_name(call.wire));
+  SendVector<uint64_t> input, output;  // 8-byte words: aligned for every type
+  const void *src = call.send;
+  if (total > 0 && (src == call.recv || !aligned_to(src, elem))) {
+    input.resize((total + 7) / 8);
+    std::memcpy(input.data(), call.send, total);
+    src = input.data();
+  }
+  void *dst = call.recv;
+  if (call.block > 0 && !aligned_to(dst, elem)) {
+    output.resize((call.block + 7) / 8);
+    dst = output.data();
+  }
+  const CompressedArgs args{src,        call.dtype,      dst,
+                            call.dtype, described.count, call.op == ReduceOp::avg ? n : 1};
+  BAGUA_TRY(reduce_scatter_compressed(ctx, *codec, args));
+  if (dst != call.recv) std::memcpy(call.recv, dst, call.block);
+  return BAGUA_SUCCESS;
+}
+
+Status run_algorithm(AlgoContext &ctx, const MovementCall &call, const Options &options) {
   switch (call.kind) {
     case Movement::barrier: return barrier_dissemination(ctx);
     case Movement::bcast: return bcast_binomial(ctx, call.recv, call.block, call.root);
@@ -149,7 +188,9 @@ Status run_algorithm(AlgoContext &ctx, const MovementCall &call) {
     case Movement::gather: return gather_direct(ctx, call.send, call.recv, call.block, call.root);
     case Movement::scatter: return scatter_direct(ctx, call.send, call.recv, call.block, call.root);
     case Movement::alltoall: return alltoall_pairwise(ctx, call.send, call.recv, call.block);
-    case Movement::reduce_scatter_block: return reduce_scatter(ctx, call);
+    case Movement::reduce_scatter_block:
+      return call.wire == Wire::exact ? reduce_scatter_exact(ctx, call)
+                                      : reduce_scatter_with_codec(ctx, call, options);
   }
   return fail(BAGUA_ERR_INTERNAL, "unknown collective %d", int(call.kind));
 }
@@ -297,7 +338,8 @@ Status describe_bcast(void *buf, int64_t count, MPI_Datatype datatype, int root,
 }
 
 Status describe_reduce_scatter(const void *sendbuf, void *recvbuf, int64_t recvcount,
-                               MPI_Datatype datatype, MPI_Op op, int size, MovementCall *out) {
+                               MPI_Datatype datatype, MPI_Op op, Wire wire, int size,
+                               MovementCall *out) {
   if (recvcount < 0)
     return fail(BAGUA_ERR_INVALID_ARGUMENT, "recvcount %lld is negative",
                 static_cast<long long>(recvcount));
@@ -305,6 +347,7 @@ Status describe_reduce_scatter(const void *sendbuf, void *recvbuf, int64_t recvc
   BAGUA_TRY(dtype_from_mpi(datatype, &call.dtype));
   BAGUA_TRY(op_from_mpi(op, &call.op));
   call.count = static_cast<size_t>(recvcount);
+  call.wire = wire;
   call.block = call.count * dtype_size(call.dtype);
   call.type = uint32_t(call.dtype);
   const size_t total = call.block * static_cast<size_t>(size);
@@ -320,7 +363,7 @@ Status describe_reduce_scatter(const void *sendbuf, void *recvbuf, int64_t recvc
                 "sendbuf and recvbuf overlap; pass MPI_IN_PLACE for an in-place call");
   const bool on_device = total > 0 && (memory_type_of(call.send) == Memory::cuda ||
                                        memory_type_of(recvbuf) == Memory::cuda);
-  BAGUA_TRY(check_support(Family::reduce_scatter, Wire::exact, call.dtype, call.op,
+  BAGUA_TRY(check_support(Family::reduce_scatter, wire, call.dtype, call.op,
                           on_device ? Memory::cuda : Memory::host));
   *out = call;
   return BAGUA_SUCCESS;
@@ -332,7 +375,7 @@ Status run_movement(AlgoContext &ctx, const MovementCall &call, const Options &o
     BAGUA_TRY(agree_on_fingerprint(ctx, movement_fingerprint(call), &same));
     if (!same) return mismatch(call);
   }
-  return run_algorithm(ctx, call);
+  return run_algorithm(ctx, call, options);
 }
 
 Status run_movement(Communicator &c, const MovementCall &call) {

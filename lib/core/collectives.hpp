@@ -12,6 +12,7 @@
 
 #include "../base/dtype.hpp"
 #include "../base/status.hpp"
+#include "../base/wires.hpp"
 #include "options.hpp"
 
 namespace bagua {
@@ -40,10 +41,12 @@ struct MovementCall {
   size_t block;      // bytes of one block
   uint32_t type;     // the element type's fingerprint (its MPI name)
   int root;          // -1 for calls without a root
-  // reduce_scatter_block: elements per block, their type and the op.
+  // reduce_scatter_block: elements per block, their type, the op and the
+  // wire format (exact: the ring; a codec: ByteGrad's scatter phase).
   size_t count = 0;
   DType dtype = DType::f32;
   ReduceOp op = ReduceOp::sum;
+  Wire wire = Wire::exact;
 };
 
 // The bytes of `count` elements of `datatype` (argument `what`: "sendtype",
@@ -74,10 +77,11 @@ Status describe_exchange(Movement kind, const MovementArgs &args, int rank, int 
 // bagua_bcast's arguments.
 Status describe_bcast(void *buf, int64_t count, MPI_Datatype datatype, int root, int size,
                       MovementCall *out);
-// bagua_reduce_scatter_block's arguments (datatypes and ops of the exact
-// reduction kernels).
+// bagua_reduce_scatter_block(_alg)'s arguments in `wire` (datatypes and ops
+// of its support-matrix row).
 Status describe_reduce_scatter(const void *sendbuf, void *recvbuf, int64_t recvcount,
-                               MPI_Datatype datatype, MPI_Op op, int size, MovementCall *out);
+                               MPI_Datatype datatype, MPI_Op op, Wire wire, int size,
+                               MovementCall *out);
 
 // What the calls other than reduce_scatter_block (a support-matrix row)
 // accept, as bagua-info --support prints it.
@@ -85,8 +89,8 @@ const char *movement_support_text();
 
 // Runs `call` among the ranks of ctx: the ranks first agree on a fingerprint
 // of (kind, block bytes, element type, root, op; BAGUA_CHECK_CALLS=0 skips
-// it), so ranks whose calls differ all return BAGUA_ERR_MISMATCH before data
-// moves.
+// it; the wire format too), so ranks whose calls differ all return
+// BAGUA_ERR_MISMATCH before data moves.
 Status run_movement(AlgoContext &ctx, const MovementCall &call, const Options &options);
 // The same as a blocking call on c (its next tag slot); failures are
 // recorded in c.

@@ -30,7 +30,7 @@ uint8_t ops_of(Family family, Wire wire) {
     case Family::decentralized:
     case Family::lowprec:
     case Family::async: return kAverage;
-    case Family::reduce_scatter: return kAllOps | bit(ReduceOp::prod);
+    case Family::reduce_scatter: return is_codec(wire) ? kSumOps : kAllOps | bit(ReduceOp::prod);
     default: return is_codec(wire) ? kSumOps : kAllOps;
   }
 }

@@ -1,6 +1,7 @@
-// Compressed allreduce (q8, q4, fp16, bf16, 1-bit sign): error bounds against the exact
-// result computed from every rank's closed-form input, bit-identical outputs,
-// odd counts, in-place, hierarchical mode, non-finite inputs, bad arguments.
+// Compressed allreduce (q8, q4, fp16, bf16, 1-bit sign) and compressed
+// reduce-scatter: error bounds against the exact result computed from every
+// rank's closed-form input, bit-identical outputs, odd counts, in-place,
+// hierarchical mode, non-finite inputs, bad arguments.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -19,11 +20,12 @@ using Allreduce = int (*)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_C
 struct Method {
   const char *name;
   Allreduce fn;
+  bagua_algorithm algorithm;
 };
-const Method kMethods[] = {{"q8", bagua_allreduce_q8},
-                           {"q4", bagua_allreduce_q4},
-                           {"fp16", bagua_allreduce_fp16},
-                           {"bf16", bagua_allreduce_bf16}};
+const Method kMethods[] = {{"q8", bagua_allreduce_q8, BAGUA_ALGORITHM_Q8},
+                           {"q4", bagua_allreduce_q4, BAGUA_ALGORITHM_Q4},
+                           {"fp16", bagua_allreduce_fp16, BAGUA_ALGORITHM_FP16},
+                           {"bf16", bagua_allreduce_bf16, BAGUA_ALGORITHM_BF16}};
 
 // Smooth values in [-1, 1] that differ per rank.
 double input(int rank, size_t i) { return std::sin(0.0137 * double(i) + 1.3 * rank); }
@@ -35,18 +37,28 @@ double exact(Type t, MPI_Op op, int n, size_t i) {
   return op == MPI_SUM ? sum : sum / n;
 }
 
+// How many times a result's values were encoded: the allreduce encodes the
+// contributions and the reduced sum, the reduce-scatter the contributions
+// alone.
+enum class Encodings { contributions, contributions_and_sum };
+
 // Documented bounds for inputs in [-1, 1]: q8 and q4 quantize each of the
-// n - 1 other contributions (block range <= 2) and the reduced sum (range <=
-// 2n) once, each with error <= range / 510 (q8) or range / 30 (q4). fp16 rounds each scaled value
-// to float16 (relative 2^-11, absolute 2^-25 in the subnormals) at most twice; bf16 rounds each
-// value to bfloat16 (relative 2^-8) at most twice. Plus the rounding of the output type.
-double bound(const char *method, Type t, MPI_Op op, int n, double value) {
+// n - 1 other contributions (block range <= 2) and (allreduce) the reduced
+// sum (range <= 2n) once, each with error <= range / 510 (q8) or range / 30
+// (q4). fp16 rounds each scaled value to float16 (relative 2^-11, absolute
+// 2^-25 in the subnormals) once per encoding; bf16 rounds each value to
+// bfloat16 (relative 2^-8) once per encoding. Plus the rounding of the
+// output type.
+double bound(const char *method, Type t, MPI_Op op, int n, double value,
+             Encodings encodings = Encodings::contributions_and_sum) {
   const std::string name = method;
-  const double ranges = 2.0 * (n - 1) + 2.0 * n;
+  const bool sum_encoded = encodings == Encodings::contributions_and_sum;
+  const double ranges = 2.0 * (n - 1) + (sum_encoded ? 2.0 * n : 0);
+  const double roundings = sum_encoded ? 2.0 * n : double(n);
   double b = name == "q8"     ? ranges / 510.0
              : name == "q4"   ? ranges / 30.0
-             : name == "bf16" ? 2.0 * n * std::ldexp(1.0, -8)
-                              : 2.0 * n * (std::ldexp(1.0, -11) + n * std::ldexp(1.0, -25));
+             : name == "bf16" ? roundings * std::ldexp(1.0, -8)
+                              : roundings * (std::ldexp(1.0, -11) + n * std::ldexp(1.0, -25));
   if (op != MPI_SUM) b /= n;
   const double out_ulp = t == Type::f16    ? std::ldexp(1.0, -11)
                          : t == Type::bf16 ? std::ldexp(1.0, -8)
@@ -114,7 +126,90 @@ void run_matrix(MPI_Comm comm, std::initializer_list<size_t> counts) {
       }
 }
 
+// One compressed reduce-scatter of `count` elements per rank: rank r's block
+// holds elements [r * count, (r + 1) * count) of the sum of all inputs,
+// within the bound of encoded contributions alone.
+void check_reduce_scatter(const Method &m, MPI_Comm comm, Type t, MPI_Op op, size_t count,
+                          bool in_place) {
+  const int rank = test::world_rank(), n = test::world_size();
+  const size_t total = count * size_t(n);
+  test::TypedBuffer send(t, total), recv(t, in_place ? total : count);
+  test::TypedBuffer &in = in_place ? recv : send;
+  for (size_t i = 0; i < total; ++i) in.set(i, input(rank, i));
+  const int rc =
+      bagua_reduce_scatter_block_alg(in_place ? MPI_IN_PLACE : send.data(), recv.data(), int(count),
+                                     test::mpi_type(t), op, comm, m.algorithm);
+  INFO("rank " << rank << " error: " << bagua_last_error());
+  REQUIRE(rc == BAGUA_SUCCESS);
+  size_t wrong = 0;
+  double worst = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const double want = exact(t, op, n, size_t(rank) * count + i);
+    const double err = std::fabs(recv.get(i) - want);
+    worst = std::max(worst, err);
+    wrong += !(err <= bound(m.name, t, op, n, want, Encodings::contributions));
+  }
+  INFO("largest error " << worst);
+  CHECK(wrong == 0);
+}
+
 }  // namespace
+
+TEST_CASE("compressed reduce-scatter stays within the bound of one encoding", "[compressed]") {
+  const size_t n = size_t(test::world_size());
+  test::ScopedComm comm(
+      {{"BAGUA_SEGMENT_BYTES", "16384"}, {"BAGUA_CODEC_BLOCK", "256"}, {"BAGUA_Q4_BLOCK", "64"}});
+  for (const Method &m : kMethods)
+    for (Type t : kTypes)
+      for (MPI_Op op : ops()) {
+        bool in_place = t == Type::f16;
+        for (size_t count : {size_t(0), size_t(7), n + 1, size_t(40001)}) {
+          INFO(m.name << " " << test::type_name(t) << (op == MPI_SUM ? " sum" : " avg") << " count "
+                      << count << (in_place ? " in-place" : ""));
+          check_reduce_scatter(m, comm.get(), t, op, count, in_place);
+          in_place = !in_place;
+        }
+      }
+}
+
+TEST_CASE(
+    "compressed reduce-scatter: exact is bagua_reduce_scatter_block; mismatches and bad "
+    "arguments are clear errors",
+    "[compressed][errors]") {
+  test::ScopedComm comm;
+  const MPI_Comm c = comm.get();
+  const int n = test::world_size(), r = test::world_rank();
+  std::vector<float> in(size_t(3 * n)), exact_got(3), alg_got(3);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = float(r + 1) * float(i % 5);
+  REQUIRE(bagua_reduce_scatter_block(in.data(), exact_got.data(), 3, MPI_FLOAT, MPI_SUM, c) ==
+          BAGUA_SUCCESS);
+  REQUIRE(bagua_reduce_scatter_block_alg(in.data(), alg_got.data(), 3, MPI_FLOAT, MPI_SUM, c,
+                                         BAGUA_ALGORITHM_EXACT) == BAGUA_SUCCESS);
+  CHECK(alg_got == exact_got);
+  float *out = alg_got.data();
+  test::expect_error(bagua_reduce_scatter_block_alg(in.data(), out, 3, MPI_FLOAT, MPI_SUM, c,
+                                                    BAGUA_ALGORITHM_SIGN),
+                     BAGUA_ERR_INVALID_ARGUMENT, "does not offer the sign wire format");
+  test::expect_error(
+      bagua_reduce_scatter_block_alg(in.data(), out, 3, MPI_FLOAT, MPI_MAX, c, BAGUA_ALGORITHM_Q8),
+      BAGUA_ERR_UNSUPPORTED_OP, "MPI_SUM or BAGUA_AVG");
+  test::expect_error(
+      bagua_reduce_scatter_block_alg(in.data(), out, 1, MPI_DOUBLE, MPI_SUM, c, BAGUA_ALGORITHM_Q4),
+      BAGUA_ERR_UNSUPPORTED_DATATYPE, "datatype");
+  test::expect_error(
+      bagua_reduce_scatter_block_alg(in.data(), out, 3, MPI_FLOAT, MPI_SUM, c, bagua_algorithm(99)),
+      BAGUA_ERR_INVALID_ARGUMENT, "algorithm 99");
+  test::expect_error(bagua_reduce_scatter_block_alg(in.data(), in.data() + 1, 3, MPI_FLOAT, MPI_SUM,
+                                                    c, BAGUA_ALGORITHM_Q8),
+                     BAGUA_ERR_INVALID_ARGUMENT, "overlap");
+  if (n > 1) {
+    // Rank 0 asks for another wire than the rest: every rank is told.
+    const bagua_algorithm mine = r == 0 ? BAGUA_ALGORITHM_Q8 : BAGUA_ALGORITHM_Q4;
+    test::expect_error(
+        bagua_reduce_scatter_block_alg(in.data(), out, 3, MPI_FLOAT, MPI_SUM, c, mine),
+        BAGUA_ERR_MISMATCH, "do not make the same call");
+  }
+}
 
 TEST_CASE("compressed allreduce stays within its error bound, identical on all ranks",
           "[compressed]") {

@@ -1,5 +1,6 @@
 """FSDP2 (fully_shard) over the c10d backend "bagua" under mpirun: exact against DDP on gloo,
-and with bagua_torch.relax_reduce_scatter (q8, q4) converging and identical on every rank.
+and with bagua_torch.relax_reduce_scatter (q8, q4) converging and identical on every rank; the
+plain reduce_scatter_ under it against closed forms.
 
 Deterministic: every rank trains on its own fixed batches of a linear regression."""
 import torch
@@ -59,7 +60,35 @@ def same_on_every_rank(vector):
     return torch.equal(highest, lowest)
 
 
+def check_reduce_scatter():
+    """reduce_scatter_ of rank r's (r + 1) * (i % 7): exact is the closed form, q8 within its
+    one-encoding bound (the other ranks' block ranges / 510), q4 within / 30; bad shapes and
+    dtypes raise."""
+    shard = 50
+    index = torch.arange(SIZE * shard)
+    mine = (RANK + 1) * (index % 7).float()
+    want = (index % 7).float().view(SIZE, shard)[RANK] * (SIZE * (SIZE + 1) / 2)
+    others = sum(6.0 * (p + 1) for p in range(SIZE) if p != RANK)
+    for algorithm, steps in (("exact", 0), ("q8", 255), ("q4", 15)):
+        out = torch.empty(shard)
+        bagua_torch.reduce_scatter_(out, mine.clone(), algorithm, average=False)
+        error = (out - want).abs().max().item()
+        bound = others / (2 * steps) + 1e-4 if steps else 0.0
+        check(error <= bound, f"reduce_scatter_ {algorithm}: error {error:.3g} > {bound:.3g}")
+        average = torch.empty(shard)
+        bagua_torch.reduce_scatter_(average, mine.clone(), algorithm, average=True)
+        check(torch.allclose(average, out / SIZE, atol=1e-6),
+              f"reduce_scatter_ {algorithm}: the average is not the sum / {SIZE}")
+    check(raises(ValueError, lambda: bagua_torch.reduce_scatter_(torch.empty(shard + 1), mine,
+                                                                 "q8"), "shards"),
+          "reduce_scatter_ of mismatched sizes: no clear error")
+    check(raises(TypeError, lambda: bagua_torch.reduce_scatter_(
+        torch.empty(shard, dtype=torch.float64), mine.double(), "q8"), "float64"),
+          "reduce_scatter_ q8 of float64: no clear error")
+
+
 def main():
+    check_reduce_scatter()
     mesh = DeviceMesh.from_group(dist.new_group(backend="bagua"), "cpu")
     initial_loss = train(DDP(net()), steps=1)
     reference_model = DDP(net())

@@ -11,7 +11,8 @@ from .averagers import (AsyncAverager, DecentralizedAverager, LowPrecisionDecent
 from .backend import ProcessGroupOptions
 from .fsdp import REDUCE_SCATTER_ALGORITHMS, RelaxedReduceScatter, relax_reduce_scatter
 from .hooks import ALGORITHMS, HookState, allreduce_hook, register
-from .ops import SignState, allreduce_, broadcast_, decentralized_average_, partial_average_
+from .ops import (SignState, allreduce_, broadcast_, decentralized_average_, partial_average_,
+                  reduce_scatter_)
 from .runtime import init, shutdown
 
 __version__ = _C.version()
@@ -23,6 +24,6 @@ __all__ = [
     "LowPrecisionDecentralizedAverager", "PartialAverager", "ProcessGroupOptions",
     "REDUCE_SCATTER_ALGORITHMS",
     "RelaxedReduceScatter", "SignState", "allreduce_", "allreduce_hook", "broadcast_",
-    "decentralized_average_", "init", "partial_average_", "register", "relax_reduce_scatter",
-    "shutdown",
+    "decentralized_average_", "init", "partial_average_", "reduce_scatter_", "register",
+    "relax_reduce_scatter", "shutdown",
 ]

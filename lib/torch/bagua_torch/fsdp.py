@@ -7,18 +7,18 @@ from torch.distributed.fsdp._fully_shard._fsdp_api import ReduceScatter
 from . import ops, runtime
 from . import _C
 
-
-# The algorithms RelaxedReduceScatter takes: those the library lists without state.
+#The algorithms RelaxedReduceScatter takes : those the library lists without state.
 REDUCE_SCATTER_ALGORITHMS = tuple(_C.algorithms(with_state=False))
 
 
 class RelaxedReduceScatter(ReduceScatter):
-    """FSDP2's gradient reduce-scatter through a bagua allreduce of `algorithm` (any the library
-    lists without state: REDUCE_SCATTER_ALGORITHMS) of the whole flat gradient, of which
-    each rank keeps its shard: the wire carries 2 (n - 1) / n of the gradient in the algorithm's
-    format, so an 8-bit wire moves half the bytes of an exact float32 reduce-scatter and a 4-bit
-    one a quarter. No error feedback. Its communicator (a
-    private one of the group's ranks) is made on the first call, which is collective."""
+    """FSDP2's gradient reduce-scatter through bagua_reduce_scatter_block_alg of `algorithm`
+    (any the library lists without state: REDUCE_SCATTER_ALGORITHMS): each rank encodes the
+    other ranks' shards of its gradient once and sends each to its owner, which adds them to its
+    own exact shard in float32. The wire carries (n - 1) / n of the gradient in the algorithm's
+    format, so an 8-bit wire moves a quarter of the bytes of an exact float32 reduce-scatter and
+    a 4-bit one an eighth. No error feedback. Its communicator (a private one of the group's
+    ranks) is made on the first call, which is collective."""
 
     def __init__(self, algorithm="q8"):
         choices = REDUCE_SCATTER_ALGORITHMS
@@ -34,18 +34,13 @@ class RelaxedReduceScatter(ReduceScatter):
     def __call__(self, output_tensor, input_tensor, group, op, async_op=False):
         if op not in (dist.ReduceOp.SUM, dist.ReduceOp.AVG):
             raise ValueError(f"the relaxed reduce-scatter sums or averages, not {op}")
-        size, rank = group.size(), group.rank()
-        if input_tensor.numel() != size * output_tensor.numel():
-            raise ValueError(f"reduce-scatter input of {input_tensor.numel()} elements for "
-                             f"{size} shards of {output_tensor.numel()}")
-        ops.allreduce_(input_tensor, self.algorithm, average=op == dist.ReduceOp.AVG,
-                       comm=self._comm_of(group))
-        output_tensor.copy_(input_tensor.view(size, -1)[rank])
+        ops.reduce_scatter_(output_tensor, input_tensor, self.algorithm,
+                            average=op == dist.ReduceOp.AVG, comm=self._comm_of(group))
         return None
 
     def _comm_of(self, group):
         if group not in self._comms:
-            # Collective over the group's ranks only.
+#Collective over the group's ranks only.
             self._comms[group] = runtime.group_comm(dist.get_process_group_ranks(group))
         return self._comms[group]
 

@@ -25,6 +25,17 @@ def allreduce_(tensor, algorithm="exact", average=True, comm=None, state=None):
     return tensor
 
 
+def reduce_scatter_(output, input, algorithm="exact", average=True, comm=None):
+    """bagua_reduce_scatter_block_alg: `output` (one shard) receives this rank's shard of the sum
+    (or average) of every rank's `input` (the group's size times output's elements, one dtype).
+    A compressed algorithm encodes each rank's shards once, for their owners, and adds them in
+    float32: one encoding, none of the result. Any of bagua_torch.ALGORITHMS without state.
+    Returns output."""
+    _C.reduce_scatter_(_tensor(output), _tensor(input), algorithm, average,
+                       runtime.as_comm(comm))
+    return output
+
+
 def broadcast_(tensor, root=0, comm=None):
     """bagua_bcast of the tensor's bytes from `root`. Returns tensor."""
     _C.broadcast_(_tensor(tensor), root, runtime.as_comm(comm))

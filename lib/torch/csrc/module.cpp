@@ -316,6 +316,25 @@ void allreduce(at::Tensor t, const std::string &algorithm_name, bool average, co
                algorithm_call(algorithm));
 }
 
+// bagua_reduce_scatter_block_alg of `input` (comm.size() shards) into
+// `output` (one shard), averaging or summing.
+void reduce_scatter(at::Tensor output, at::Tensor input, const std::string &algorithm_name,
+                    bool average, const Comm &comm) {
+  const Algorithm algorithm = parse_algorithm(algorithm_name);
+  const MPI_Datatype datatype = checked_datatype(algorithm, input, nullptr);
+  checked_datatype(algorithm, output, nullptr);
+  if (output.scalar_type() != input.scalar_type() || input.numel() != output.numel() * comm.size())
+    throw py::value_error(
+        "the reduce-scatter's input must hold " + std::to_string(comm.size()) +
+        " shards of the output's dtype and numel (" + std::to_string(output.numel()) + "), not " +
+        std::to_string(input.numel()) + " elements of " + dtype_name(input.scalar_type()));
+  py::gil_scoped_release nogil;
+  check_status(bagua_reduce_scatter_block_alg(input.data_ptr(), output.data_ptr(),
+                                              static_cast<int>(output.numel()), datatype,
+                                              average ? BAGUA_AVG : MPI_SUM, comm.get(), algorithm),
+               "bagua_reduce_scatter_block_alg");
+}
+
 void broadcast(at::Tensor t, int root, const Comm &comm) {
   const std::string problem = tensor_problem(t);
   if (!problem.empty()) throw py::value_error("the tensor " + problem);
@@ -716,6 +735,8 @@ void define_calls(py::module_ &m) {
   m.def("broadcast_bytes", &broadcast_bytes, py::arg("comm"), py::arg("data"), py::arg("root"));
   m.def("allreduce_", &allreduce, py::arg("tensor"), py::arg("algorithm"), py::arg("average"),
         py::arg("comm"), py::arg("sign_state"));
+  m.def("reduce_scatter_", &reduce_scatter, py::arg("output"), py::arg("input"),
+        py::arg("algorithm"), py::arg("average"), py::arg("comm"));
   m.def("broadcast_", &broadcast, py::arg("tensor"), py::arg("root"), py::arg("comm"));
   m.def("decentralized_average_", &decentralized_average, py::arg("tensor"), py::arg("mode"),
         py::arg("step"), py::arg("interval"), py::arg("comm"));
