@@ -202,6 +202,18 @@ TEST_CASE(
   test::expect_error(bagua_reduce_scatter_block_alg(in.data(), in.data() + 1, 3, MPI_FLOAT, MPI_SUM,
                                                     c, BAGUA_ALGORITHM_Q8),
                      BAGUA_ERR_INVALID_ARGUMENT, "overlap");
+  test::expect_error(
+      bagua_reduce_scatter_block_alg(nullptr, out, 3, MPI_FLOAT, MPI_SUM, c, BAGUA_ALGORITHM_Q8),
+      BAGUA_ERR_INVALID_ARGUMENT, "sendbuf is NULL");
+  test::expect_error(bagua_reduce_scatter_block_alg(in.data(), nullptr, 3, MPI_FLOAT, MPI_SUM, c,
+                                                    BAGUA_ALGORITHM_Q8),
+                     BAGUA_ERR_INVALID_ARGUMENT, "recvbuf is NULL");
+  test::expect_error(
+      bagua_reduce_scatter_block_alg(in.data(), out, -1, MPI_FLOAT, MPI_SUM, c, BAGUA_ALGORITHM_Q8),
+      BAGUA_ERR_INVALID_ARGUMENT, "negative");
+  test::expect_error(bagua_reduce_scatter_block_alg(in.data(), out, 3, MPI_FLOAT, MPI_SUM,
+                                                    MPI_COMM_NULL, BAGUA_ALGORITHM_Q8),
+                     BAGUA_ERR_INVALID_ARGUMENT, "MPI_COMM_NULL");
   if (n > 1) {
     // Rank 0 asks for another wire than the rest: every rank is told.
     const bagua_algorithm mine = r == 0 ? BAGUA_ALGORITHM_Q8 : BAGUA_ALGORITHM_Q4;
