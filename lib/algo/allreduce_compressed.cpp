@@ -86,7 +86,8 @@ class ByteGrad {
         decoded_(n_, 0) {}
 
   Status run() {
-    ctx_.scratch.resize(3 * region_bytes_ + kSlotAlign);
+    // The gathered region (the third) only when there is a gather.
+    ctx_.scratch.resize((gathers_ ? 3 : 2) * region_bytes_ + kSlotAlign);
     acc_ = codec_.accumulator(segment_elems_);
     BAGUA_TRY(post_receives());
     if (queued_) BAGUA_TRY(scatter_segment(0));
